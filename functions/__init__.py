@@ -1,0 +1,1 @@
+"""Lambda handlers: thin translation from AWS events to services."""

@@ -1,0 +1,1 @@
+"""Code shared by every Punctual Lambda: models, schedules, services, storage and targets."""

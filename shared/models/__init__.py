@@ -1,0 +1,1 @@
+"""Pydantic models: domain (job, run), API request/response, SQS message bodies."""

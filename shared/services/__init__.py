@@ -1,0 +1,1 @@
+"""Use cases. Each takes its dependencies (stores, queue, clock, settings) explicitly."""

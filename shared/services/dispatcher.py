@@ -1,0 +1,157 @@
+"""Dispatch: send every occurrence due before the horizon, then commit the schedule state.
+
+Send-then-commit: if the commit loses or the process dies before it, an occurrence may be sent
+twice, never zero times; the worker's conditional claim absorbs the duplicate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.clock import format_ms
+from shared.models.job import JobState, JobStatus
+from shared.models.messages import RunMessage
+from shared.models.run import RunTrigger
+from shared.observability import count, logger, milliseconds
+from shared.policies import plan_misfires, sqs_delay_seconds
+from shared.schedule import Schedule, parse_schedule
+from shared.services.queue import Outgoing, RunQueue
+from shared.settings import Settings
+from shared.storage.jobs import JobStore
+
+# A schedule is at most one occurrence a second, so a pass never sends more than the horizon
+# in seconds; this bound only protects against a bug looping forever.
+MAX_OCCURRENCES_PER_PASS = 2_000
+# How far a misfire scan walks one by one before it jumps to the present.
+MAX_MISFIRE_SCAN = 10_000
+
+
+@dataclass(frozen=True)
+class Advance:
+    """What one dispatch pass did for a job."""
+
+    sent: list[int]  # scheduled times sent, in order
+    skipped: int  # missed occurrences dropped by the misfire policy
+    next_fire_at_ms: int | None  # the first occurrence not sent (None: schedule exhausted)
+
+    @property
+    def last_scheduled_ms(self) -> int | None:
+        """The latest scheduled time sent in this pass."""
+        return self.sent[-1] if self.sent else None
+
+
+def schedule_of(state: JobState) -> Schedule:
+    """The parsed schedule of a stored job."""
+    return parse_schedule(
+        state.schedule,
+        timezone=state.timezone,
+        anchor_ms=state.anchor_ms,
+        start_at_ms=state.start_at_ms,
+        end_at_ms=state.end_at_ms,
+    )
+
+
+def scheduled_run_id(scheduled_ms: int) -> str:
+    """A scheduled occurrence's run id: its time, RFC 3339 with milliseconds."""
+    return format_ms(scheduled_ms)
+
+
+class Dispatcher:
+    """The one dispatcher, used by the tick and by the API (create, update, resume)."""
+
+    def __init__(self, jobs: JobStore, queue: RunQueue, settings: Settings) -> None:
+        self._jobs = jobs
+        self._queue = queue
+        self._settings = settings
+
+    def plan(self, state: JobState, now_ms: int, until_ms: int) -> tuple[Advance, list[int]]:
+        """Work out which occurrences to send now (misfires first), without sending.
+        Returns the advance and the `not_before` for each sent occurrence (misfires run now)."""
+        if state.status is not JobStatus.ACTIVE or state.next_fire_at_ms is None:
+            return Advance(sent=[], skipped=0, next_fire_at_ms=state.next_fire_at_ms), []
+        schedule = schedule_of(state)
+        cutoff = now_ms - state.misfire_grace_seconds * 1000
+        t: int | None = state.next_fire_at_ms
+        missed: list[int] = []
+        while t is not None and t < cutoff and len(missed) < MAX_MISFIRE_SCAN:
+            missed.append(t)
+            t = schedule.next_at_or_after(t + 1)
+        total_missed = len(missed)
+        if t is not None and t < cutoff:
+            # Denser than we walk one by one: count the rest as missed and jump to the present.
+            total_missed += 1
+            t = schedule.next_at_or_after(cutoff)
+        plan = plan_misfires(state.misfire, missed, total_missed, self._settings.fire_all_cap)
+        sent = list(plan.run)
+        not_before = [max(now_ms, s) for s in sent]
+        while t is not None and t <= until_ms and len(sent) < MAX_OCCURRENCES_PER_PASS:
+            sent.append(t)
+            not_before.append(t)
+            t = schedule.next_at_or_after(t + 1)
+        return Advance(sent=sent, skipped=plan.skipped, next_fire_at_ms=t), not_before
+
+    def send_due(self, state: JobState, now_ms: int, until_ms: int) -> Advance:
+        """Send the occurrences due up to until_ms; nothing is committed here."""
+        advance, not_before = self.plan(state, now_ms, until_ms)
+        if advance.sent:
+            outgoing = [
+                Outgoing(
+                    RunMessage(
+                        job_id=state.job_id,
+                        tenant_id=state.tenant_id,
+                        run_id=scheduled_run_id(scheduled),
+                        scheduled_for=scheduled,
+                        schedule_version=state.schedule_version,
+                        trigger=RunTrigger.SCHEDULE,
+                        not_before=nb,
+                        timeout_seconds=state.timeout_seconds,
+                        dispatched_at=now_ms,
+                    ),
+                    sqs_delay_seconds(nb, now_ms),
+                )
+                for scheduled, nb in zip(advance.sent, not_before, strict=True)
+            ]
+            self._queue.send(state.priority.value, outgoing)
+            count("OccurrencesDispatched", len(outgoing))
+            for scheduled in advance.sent:
+                milliseconds("TriggerLagMs", now_ms - scheduled)
+        if advance.skipped:
+            count("RunsSkipped", advance.skipped)
+            logger.info(
+                "misfires_skipped",
+                extra={
+                    "job_id": state.job_id,
+                    "skipped": advance.skipped,
+                    "policy": state.misfire.value,
+                },
+            )
+        return advance
+
+    def apply(self, state: JobState, advance: Advance, now_ms: int) -> JobState:
+        """The state after an advance: next occurrence and last scheduled time updated."""
+        return state.model_copy(
+            update={
+                "next_fire_at_ms": advance.next_fire_at_ms,
+                "last_scheduled_ms": advance.last_scheduled_ms or state.last_scheduled_ms,
+                "updated_at_ms": now_ms,
+            }
+        )
+
+    def dispatch(self, state: JobState, now_ms: int, until_ms: int) -> bool:
+        """Tick path: send what is due, then commit with one conditional update.
+        Returns False when a concurrent writer changed the job (the send may be a duplicate)."""
+        advance = self.send_due(state, now_ms, until_ms)
+        if advance.next_fire_at_ms is None and not advance.sent:
+            # Nothing left and nothing in flight from this pass (e.g. the last occurrences
+            # were skipped misfires): the job is complete now.
+            exhausted = self.apply(state, advance, now_ms)
+            return self._jobs.finish_one_shot(exhausted, JobStatus.COMPLETED, now_ms)
+        committed = self._jobs.commit_dispatch(
+            state.job_id,
+            seen_version=state.version,
+            next_fire_at_ms=advance.next_fire_at_ms,
+            last_scheduled_ms=advance.last_scheduled_ms,
+            now_ms=now_ms,
+        )
+        if not committed:
+            logger.info("dispatch_commit_lost", extra={"job_id": state.job_id})
+        return committed

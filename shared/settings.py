@@ -1,0 +1,59 @@
+"""One settings model, read from the environment lazily (never at import time)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared import constants
+
+
+class Settings(BaseSettings):
+    """Punctual's configuration. Every field can be set as PUNCTUAL_<FIELD> in the environment."""
+
+    model_config = SettingsConfigDict(env_prefix="PUNCTUAL_", extra="ignore", frozen=True)
+
+    jobs_table: str = constants.JOBS_TABLE
+    runs_table: str = constants.RUNS_TABLE
+    queue_url_high: str = ""
+    queue_url_medium: str = ""
+    queue_url_low: str = ""
+    dlq_url_high: str = ""
+    dlq_url_medium: str = ""
+    dlq_url_low: str = ""
+
+    # Optional endpoint override (the local runtime points this at moto's server).
+    aws_endpoint_url: str | None = None
+    aws_region: str = Field(default="us-east-1")
+
+    shards: int = Field(default=16, ge=1, le=256)
+    horizon_seconds: int = Field(default=120, ge=10, le=840)
+    dispatch_margin_seconds: int = Field(default=60, ge=0, le=600)
+    run_retention_days: int = Field(default=90, ge=1, le=3650)
+    idempotency_retention_days: int = Field(default=7, ge=1, le=365)
+    lease_margin_seconds: int = Field(default=30, ge=1, le=900)
+    max_payload_bytes: int = Field(default=64 * 1024, ge=1)
+    max_body_bytes: int = Field(default=256 * 1024, ge=1)
+    max_jobs_per_tenant: int = Field(default=10_000, ge=1)
+    fire_all_cap: int = Field(default=100, ge=1, le=10_000)
+    tick_budget_seconds: float = Field(default=50.0, gt=0)
+    # How the tenant is found: "header" (local runtime: X-Tenant-Id) or "context" (API Gateway).
+    tenant_source: str = Field(default="context", pattern="^(header|context)$")
+    # How early a worker may hold a message for its due time instead of re-queuing it.
+    early_hold_seconds: float = Field(default=2.0, ge=0, le=10)
+
+    def queue_url(self, priority: str) -> str:
+        """URL of the work queue for a priority."""
+        return str(getattr(self, f"queue_url_{priority}"))
+
+    def dlq_url(self, priority: str) -> str:
+        """URL of the dead-letter queue for a priority."""
+        return str(getattr(self, f"dlq_url_{priority}"))
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read on first use."""
+    return Settings()

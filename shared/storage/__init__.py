@@ -1,0 +1,1 @@
+"""Repositories over DynamoDB: key builders, item codecs, the one ClientError mapping."""

@@ -1,0 +1,671 @@
+"""Job repository: definition + state items, guards, quota, dependents, the due index, the tick
+watermark. Every write that can race is conditional; every attribute name is aliased."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from shared import constants as c
+from shared.models.job import JobDefinition, JobState, JobStatus, StoredJob
+from shared.storage import keys
+from shared.storage.codec import from_item, to_item, to_value
+from shared.storage.errors import is_conditional_failure, raise_if_throttled, transaction_failure
+from shared.storage.items import (
+    definition_from_item,
+    definition_to_item,
+    state_from_item,
+    state_to_item,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
+
+LIVE_STATUSES = frozenset({JobStatus.ACTIVE, JobStatus.PAUSED})
+
+
+class Expr:
+    """Builds aliased expression attribute names and values (no raw names in expressions)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+
+    def n(self, attr: str) -> str:
+        """Placeholder for an attribute name."""
+        for placeholder, name in self.names.items():
+            if name == attr:
+                return placeholder
+        placeholder = f"#n{len(self.names)}"
+        self.names[placeholder] = attr
+        return placeholder
+
+    def v(self, value: Any) -> str:
+        """Placeholder for a value."""
+        placeholder = f":v{len(self.values)}"
+        self.values[placeholder] = to_value(value)
+        return placeholder
+
+    def kwargs(self) -> dict[str, Any]:
+        """ExpressionAttributeNames/Values for a request (omitting empty maps)."""
+        out: dict[str, Any] = {}
+        if self.names:
+            out["ExpressionAttributeNames"] = self.names
+        if self.values:
+            out["ExpressionAttributeValues"] = self.values
+        return out
+
+
+@dataclass(frozen=True)
+class CreateGuards:
+    """What must be unique or counted when a job is created."""
+
+    max_jobs: int
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    idempotency_expires_at_s: int | None = None
+
+
+class CreateConflict(Exception):
+    """A create lost on one of its guards."""
+
+    def __init__(self, what: str, upstream: str | None = None) -> None:
+        super().__init__(what)
+        self.what = what  # "name" | "idempotency" | "quota" | "dependency" | "exists"
+        self.upstream = upstream
+
+
+class VersionConflict(Exception):
+    """A conditional write on the state item lost (version or status changed)."""
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    """The outcome of a status transition."""
+
+    state: JobState
+    previous: JobState
+
+
+class JobStore:
+    """DynamoDB access for jobs."""
+
+    def __init__(self, client: DynamoDBClient, table: str, shards: int) -> None:
+        self._db = client
+        self._table = table
+        self._shards = shards
+
+    # ---- reads -------------------------------------------------------------------------
+
+    def get(self, job_id: str, *, consistent: bool = True) -> StoredJob | None:
+        """Definition and state of a job, in one query."""
+        e = Expr()
+        resp = self._db.query(
+            TableName=self._table,
+            KeyConditionExpression=f"{e.n(c.PK)} = {e.v(keys.job_pk(job_id))}",
+            ConsistentRead=consistent,
+            **e.kwargs(),
+        )
+        definition: JobDefinition | None = None
+        state: JobState | None = None
+        for item in resp.get("Items", []):
+            sk = item[c.SK]["S"]
+            if sk == c.SK_DEFINITION:
+                definition = definition_from_item(dict(item))
+            elif sk == c.SK_STATE:
+                state = state_from_item(dict(item))
+        if definition is None or state is None:
+            return None
+        return StoredJob(definition=definition, state=state)
+
+    def get_state(self, job_id: str, *, consistent: bool = True) -> JobState | None:
+        """Only the small state item."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_STATE}},
+            ConsistentRead=consistent,
+        )
+        item = resp.get("Item")
+        return state_from_item(dict(item)) if item else None
+
+    def get_idempotency_guard(self, tenant_id: str, key: str) -> dict[str, Any] | None:
+        """The remembered create for an Idempotency-Key, if any."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key={c.PK: {"S": keys.idempotency_guard_pk(tenant_id, key)}, c.SK: {"S": c.SK_GUARD}},
+            ConsistentRead=True,
+        )
+        item = resp.get("Item")
+        return from_item(dict(item)) if item else None
+
+    def list_states(
+        self, tenant_id: str, *, limit: int, start_key: dict[str, Any] | None
+    ) -> tuple[list[JobState], dict[str, Any] | None]:
+        """A tenant's jobs, newest first, one page of the tenant index."""
+        e = Expr()
+        kwargs: dict[str, Any] = {}
+        if start_key:
+            kwargs["ExclusiveStartKey"] = start_key
+        resp = self._db.query(
+            TableName=self._table,
+            IndexName=c.TENANT_INDEX,
+            KeyConditionExpression=f"{e.n(c.ATTR_TENANT_ID)} = {e.v(tenant_id)}",
+            ScanIndexForward=False,
+            Limit=limit,
+            **e.kwargs(),
+            **kwargs,
+        )
+        states = [state_from_item(dict(i)) for i in resp.get("Items", [])]
+        last = resp.get("LastEvaluatedKey")
+        return states, (dict(last) if last else None)
+
+    def get_definitions(self, job_ids: list[str]) -> dict[str, JobDefinition]:
+        """Definitions of several jobs (BatchGetItem, retried until nothing is unprocessed)."""
+        out: dict[str, JobDefinition] = {}
+        for start in range(0, len(job_ids), 100):
+            request: dict[str, Any] = {
+                self._table: {
+                    "Keys": [
+                        {c.PK: {"S": keys.job_pk(j)}, c.SK: {"S": c.SK_DEFINITION}}
+                        for j in job_ids[start : start + 100]
+                    ]
+                }
+            }
+            while request:
+                resp = self._db.batch_get_item(RequestItems=request)
+                for item in resp.get("Responses", {}).get(self._table, []):
+                    data = from_item(dict(item))
+                    out[data["job_id"]] = definition_from_item(dict(item))
+                request = dict(resp.get("UnprocessedKeys") or {})
+        return out
+
+    def dependents_of(self, upstream_job_id: str) -> list[str]:
+        """Ids of the jobs that declared depends_on the upstream job."""
+        e = Expr()
+        out: list[str] = []
+        kwargs: dict[str, Any] = {}
+        while True:
+            resp = self._db.query(
+                TableName=self._table,
+                KeyConditionExpression=f"{e.n(c.PK)} = {e.v(keys.dependents_pk(upstream_job_id))}",
+                ConsistentRead=False,
+                **e.kwargs(),
+                **kwargs,
+            )
+            out.extend(str(from_item(dict(i))["job_id"]) for i in resp.get("Items", []))
+            last = resp.get("LastEvaluatedKey")
+            if not last:
+                return out
+            kwargs["ExclusiveStartKey"] = last
+
+    def query_due(self, bucket: str, until_ms: int) -> Iterator[JobState]:
+        """State items in one due-index partition whose next_fire_at is at or before until_ms."""
+        e = Expr()
+        cond = f"{e.n(c.ATTR_DUE_BUCKET)} = {e.v(bucket)} AND {e.n(c.ATTR_NEXT_FIRE_AT)} <= " + (
+            e.v(until_ms)
+        )
+        kwargs: dict[str, Any] = {}
+        while True:
+            resp = self._db.query(
+                TableName=self._table,
+                IndexName=c.DUE_INDEX,
+                KeyConditionExpression=cond,
+                **e.kwargs(),
+                **kwargs,
+            )
+            for item in resp.get("Items", []):
+                yield state_from_item(dict(item))
+            last = resp.get("LastEvaluatedKey")
+            if not last:
+                return
+            kwargs["ExclusiveStartKey"] = last
+
+    # ---- writes ------------------------------------------------------------------------
+
+    def create(
+        self,
+        definition: JobDefinition,
+        state: JobState,
+        guards: CreateGuards,
+    ) -> None:
+        """Write a new job with its name guard, quota count, idempotency guard and dependency
+        edges in one transaction. Raises CreateConflict naming the guard that lost."""
+        items: list[TransactWriteItemTypeDef] = []
+        labels: list[tuple[str, str | None]] = []
+        not_exists = Expr()
+        not_exists_cond = f"attribute_not_exists({not_exists.n(c.PK)})"
+        items.append(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": definition_to_item(state.job_id, state.tenant_id, definition),
+                    "ConditionExpression": not_exists_cond,
+                    "ExpressionAttributeNames": not_exists.names,
+                }
+            }
+        )
+        labels.append(("exists", None))
+        items.append(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": state_to_item(state, self._shards),
+                    "ConditionExpression": not_exists_cond,
+                    "ExpressionAttributeNames": not_exists.names,
+                }
+            }
+        )
+        labels.append(("exists", None))
+        items.append(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(
+                        {
+                            c.PK: keys.name_guard_pk(state.tenant_id, state.name),
+                            c.SK: c.SK_GUARD,
+                            "job_id": state.job_id,
+                        }
+                    ),
+                    "ConditionExpression": not_exists_cond,
+                    "ExpressionAttributeNames": not_exists.names,
+                }
+            }
+        )
+        labels.append(("name", None))
+        q = Expr()
+        items.append(
+            {
+                "Update": {
+                    "TableName": self._table,
+                    "Key": {c.PK: {"S": keys.quota_pk(state.tenant_id)}, c.SK: {"S": c.SK_QUOTA}},
+                    "UpdateExpression": f"ADD {q.n('live_jobs')} {q.v(1)}",
+                    "ConditionExpression": f"attribute_not_exists({q.n('live_jobs')}) OR "
+                    f"{q.n('live_jobs')} < {q.v(guards.max_jobs)}",
+                    **q.kwargs(),  # type: ignore[typeddict-item]
+                }
+            }
+        )
+        labels.append(("quota", None))
+        if guards.idempotency_key is not None:
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {
+                                c.PK: keys.idempotency_guard_pk(
+                                    state.tenant_id, guards.idempotency_key
+                                ),
+                                c.SK: c.SK_GUARD,
+                                "job_id": state.job_id,
+                                "request_hash": guards.request_hash,
+                                c.ATTR_EXPIRES_AT: guards.idempotency_expires_at_s,
+                            }
+                        ),
+                        "ConditionExpression": not_exists_cond,
+                        "ExpressionAttributeNames": not_exists.names,
+                    }
+                }
+            )
+            labels.append(("idempotency", None))
+        for upstream in definition.depends_on:
+            items.extend(self._dependency_items(state, upstream))
+            labels += [("dependency", upstream), ("edge", None)]
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as err:
+            failure = transaction_failure(err)
+            for (what, upstream_id), reason in zip(labels, failure.reasons, strict=False):
+                if reason == "ConditionalCheckFailed":
+                    raise CreateConflict(what, upstream_id) from err
+            raise
+
+    def _dependency_items(self, state: JobState, upstream: str) -> list[TransactWriteItemTypeDef]:
+        """Check the upstream job is the tenant's and not cancelled; record the edge."""
+        d = Expr()
+        return [
+            {
+                "ConditionCheck": {
+                    "TableName": self._table,
+                    "Key": {c.PK: {"S": keys.job_pk(upstream)}, c.SK: {"S": c.SK_STATE}},
+                    "ConditionExpression": f"{d.n(c.ATTR_TENANT_ID)} = {d.v(state.tenant_id)}"
+                    f" AND {d.n(c.ATTR_STATUS)} <> {d.v(JobStatus.CANCELLED.value)}",
+                    **d.kwargs(),  # type: ignore[typeddict-item]
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": to_item(
+                        {
+                            c.PK: keys.dependents_pk(upstream),
+                            c.SK: state.job_id,
+                            "job_id": state.job_id,
+                        }
+                    ),
+                }
+            },
+        ]
+
+    def update_definition(
+        self,
+        definition: JobDefinition,
+        state: JobState,
+        previous: JobState,
+        *,
+        rename_from: str | None,
+        dependencies_added: list[str] | None = None,
+        dependencies_removed: list[str] | None = None,
+    ) -> None:
+        """Replace definition and state together, guarded by the version the caller read.
+        A rename moves the name guard, and dependency edges follow depends_on, in the same
+        transaction."""
+        items: list[TransactWriteItemTypeDef] = []
+        labels: list[str] = []
+        for upstream in dependencies_added or []:
+            items.extend(self._dependency_items(state, upstream))
+            labels += ["dependency:" + upstream, "edge"]
+        for upstream in dependencies_removed or []:
+            items.append(
+                {
+                    "Delete": {
+                        "TableName": self._table,
+                        "Key": {
+                            c.PK: {"S": keys.dependents_pk(upstream)},
+                            c.SK: {"S": state.job_id},
+                        },
+                    }
+                }
+            )
+            labels.append("edge")
+        items.append(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": definition_to_item(state.job_id, state.tenant_id, definition),
+                }
+            }
+        )
+        labels.append("definition")
+        v = Expr()
+        items.append(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": state_to_item(state, self._shards),
+                    "ConditionExpression": f"{v.n(c.ATTR_VERSION)} = {v.v(previous.version)} AND "
+                    f"{v.n(c.ATTR_STATUS)} = {v.v(previous.status.value)}",
+                    **v.kwargs(),  # type: ignore[typeddict-item]
+                }
+            }
+        )
+        labels.append("version")
+        if rename_from is not None:
+            g = Expr()
+            items.append(
+                {
+                    "Delete": {
+                        "TableName": self._table,
+                        "Key": {
+                            c.PK: {"S": keys.name_guard_pk(state.tenant_id, rename_from)},
+                            c.SK: {"S": c.SK_GUARD},
+                        },
+                        "ConditionExpression": f"{g.n('job_id')} = {g.v(state.job_id)}",
+                        **g.kwargs(),  # type: ignore[typeddict-item]
+                    }
+                }
+            )
+            labels.append("version")
+            ne = Expr()
+            items.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": to_item(
+                            {
+                                c.PK: keys.name_guard_pk(state.tenant_id, state.name),
+                                c.SK: c.SK_GUARD,
+                                "job_id": state.job_id,
+                            }
+                        ),
+                        "ConditionExpression": f"attribute_not_exists({ne.n(c.PK)})",
+                        "ExpressionAttributeNames": ne.names,
+                    }
+                }
+            )
+            labels.append("name")
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as err:
+            failure = transaction_failure(err)
+            for label, reason in zip(labels, failure.reasons, strict=False):
+                if reason == "ConditionalCheckFailed":
+                    if label == "name":
+                        raise CreateConflict("name") from err
+                    if label.startswith("dependency:"):
+                        raise CreateConflict("dependency", label.split(":", 1)[1]) from err
+                    raise VersionConflict() from err
+            raise
+
+    def change_status(self, state: JobState, previous: JobState) -> None:
+        """Write a new state (status transition), guarded by the version read. Leaving the live
+        statuses gives back the quota slot; cancelling frees the name."""
+        items: list[TransactWriteItemTypeDef] = []
+        v = Expr()
+        items.append(
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": state_to_item(state, self._shards),
+                    "ConditionExpression": f"{v.n(c.ATTR_VERSION)} = {v.v(previous.version)} AND "
+                    f"{v.n(c.ATTR_STATUS)} = {v.v(previous.status.value)}",
+                    **v.kwargs(),  # type: ignore[typeddict-item]
+                }
+            }
+        )
+        if previous.status in LIVE_STATUSES and state.status not in LIVE_STATUSES:
+            q = Expr()
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": {
+                            c.PK: {"S": keys.quota_pk(state.tenant_id)},
+                            c.SK: {"S": c.SK_QUOTA},
+                        },
+                        "UpdateExpression": f"ADD {q.n('live_jobs')} {q.v(-1)}",
+                        **q.kwargs(),  # type: ignore[typeddict-item]
+                    }
+                }
+            )
+        if state.status is JobStatus.CANCELLED and previous.status is not JobStatus.CANCELLED:
+            g = Expr()
+            items.append(
+                {
+                    "Delete": {
+                        "TableName": self._table,
+                        "Key": {
+                            c.PK: {"S": keys.name_guard_pk(state.tenant_id, state.name)},
+                            c.SK: {"S": c.SK_GUARD},
+                        },
+                        "ConditionExpression": f"{g.n('job_id')} = {g.v(state.job_id)}",
+                        **g.kwargs(),  # type: ignore[typeddict-item]
+                    }
+                }
+            )
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as err:
+            failure = transaction_failure(err)
+            if failure.reasons and failure.reasons[0] == "ConditionalCheckFailed":
+                raise VersionConflict() from err
+            raise
+
+    def commit_dispatch(
+        self,
+        job_id: str,
+        *,
+        seen_version: int,
+        next_fire_at_ms: int | None,
+        last_scheduled_ms: int | None,
+        now_ms: int,
+    ) -> bool:
+        """Advance an active job's schedule state past what was just dispatched.
+        Returns False when a concurrent writer got there first (the send may be duplicated,
+        never lost: the worker absorbs duplicates)."""
+        e = Expr()
+        sets = [
+            f"{e.n(c.ATTR_VERSION)} = {e.v(seen_version + 1)}",
+            f"{e.n('updated_at')} = {e.v(now_ms)}",
+        ]
+        removes: list[str] = []
+        if last_scheduled_ms is not None:
+            sets.append(f"{e.n('last_scheduled')} = {e.v(last_scheduled_ms)}")
+        if next_fire_at_ms is None:
+            removes += [e.n(c.ATTR_NEXT_FIRE_AT), e.n(c.ATTR_DUE_BUCKET)]
+        else:
+            shard = keys.shard_of(job_id, self._shards)
+            sets.append(f"{e.n(c.ATTR_NEXT_FIRE_AT)} = {e.v(next_fire_at_ms)}")
+            sets.append(
+                f"{e.n(c.ATTR_DUE_BUCKET)} = {e.v(keys.due_bucket(next_fire_at_ms, shard))}"
+            )
+        update = "SET " + ", ".join(sets)
+        if removes:
+            update += " REMOVE " + ", ".join(removes)
+        cond = (
+            f"{e.n(c.ATTR_STATUS)} = {e.v(JobStatus.ACTIVE.value)} AND "
+            f"{e.n(c.ATTR_VERSION)} = {e.v(seen_version)}"
+        )
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_STATE}},
+                UpdateExpression=update,
+                ConditionExpression=cond,
+                **e.kwargs(),
+            )
+        except ClientError as err:
+            if is_conditional_failure(err):
+                return False
+            raise_if_throttled(err)
+            raise
+        return True
+
+    def finish_one_shot(self, state: JobState, status: JobStatus, now_ms: int) -> bool:
+        """Mark an exhausted job completed/failed after its last run; False if it changed."""
+        new_state = state.model_copy(
+            update={"status": status, "version": state.version + 1, "updated_at_ms": now_ms}
+        )
+        try:
+            self.change_status(new_state, state)
+        except VersionConflict:
+            return False
+        return True
+
+    # ---- overlap slot --------------------------------------------------------------------
+
+    def acquire_slot(self, job_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
+        """Take the job's single running slot (overlap skip/buffer_one)."""
+        e = Expr()
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
+                UpdateExpression=f"SET {e.n('run_id')} = {e.v(run_id)}, "
+                f"{e.n('until')} = {e.v(until_ms)}",
+                ConditionExpression=f"attribute_not_exists({e.n('run_id')}) OR "
+                f"{e.n('until')} < {e.v(now_ms)} OR {e.n('run_id')} = {e.v(run_id)}",
+                **e.kwargs(),
+            )
+        except ClientError as err:
+            if is_conditional_failure(err):
+                return False
+            raise
+        return True
+
+    def release_slot(self, job_id: str, run_id: str) -> None:
+        """Give the running slot back if this run holds it."""
+        e = Expr()
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
+                UpdateExpression=f"REMOVE {e.n('run_id')}, {e.n('until')}",
+                ConditionExpression=f"{e.n('run_id')} = {e.v(run_id)}",
+                **e.kwargs(),
+            )
+        except ClientError as err:
+            if not is_conditional_failure(err):
+                raise
+
+    def reserve_buffer(self, job_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
+        """Take the job's single waiting place (overlap buffer_one)."""
+        e = Expr()
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
+                UpdateExpression=f"SET {e.n('buffered')} = {e.v(run_id)}, "
+                f"{e.n('buffered_until')} = {e.v(until_ms)}",
+                ConditionExpression=f"attribute_not_exists({e.n('buffered')}) OR "
+                f"{e.n('buffered_until')} < {e.v(now_ms)} OR {e.n('buffered')} = {e.v(run_id)}",
+                **e.kwargs(),
+            )
+        except ClientError as err:
+            if is_conditional_failure(err):
+                return False
+            raise
+        return True
+
+    def release_buffer(self, job_id: str, run_id: str) -> None:
+        """Free the waiting place if this run holds it."""
+        e = Expr()
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
+                UpdateExpression=f"REMOVE {e.n('buffered')}, {e.n('buffered_until')}",
+                ConditionExpression=f"{e.n('buffered')} = {e.v(run_id)}",
+                **e.kwargs(),
+            )
+        except ClientError as err:
+            if not is_conditional_failure(err):
+                raise
+
+    # ---- tick watermark ------------------------------------------------------------------
+
+    def get_watermark(self) -> int | None:
+        """The first due-index minute (epoch ms) the tick has not emptied yet."""
+        resp = self._db.get_item(
+            TableName=self._table,
+            Key={c.PK: {"S": c.TICK_PK}, c.SK: {"S": c.SK_WATERMARK}},
+            ConsistentRead=True,
+        )
+        item = resp.get("Item")
+        return int(from_item(dict(item))["minute"]) if item else None
+
+    def advance_watermark(self, seen: int | None, minute_ms: int) -> bool:
+        """Move the watermark forward from the value read; False if another tick moved it."""
+        e = Expr()
+        if seen is None:
+            cond = f"attribute_not_exists({e.n('minute')})"
+        else:
+            cond = f"{e.n('minute')} = {e.v(seen)}"
+        try:
+            self._db.update_item(
+                TableName=self._table,
+                Key={c.PK: {"S": c.TICK_PK}, c.SK: {"S": c.SK_WATERMARK}},
+                UpdateExpression=f"SET {e.n('minute')} = {e.v(minute_ms)}",
+                ConditionExpression=cond,
+                **e.kwargs(),
+            )
+        except ClientError as err:
+            if is_conditional_failure(err):
+                return False
+            raise
+        return True

@@ -1,0 +1,109 @@
+"""Fixtures: moto in-process AWS, an injected clock, and the services wired to both."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from shared.aws import AwsClients
+from shared.clock import ManualClock, datetime_to_ms
+from shared.services.container import Services, build_services, set_services
+from shared.settings import Settings
+from shared.storage.schema import create_queues, create_tables
+from shared.targets import HandlerRegistry, default_registry
+from support.fakes import MemoryQueue
+
+START = datetime(2026, 11, 22, 9, 0, 0, tzinfo=UTC)
+
+
+@dataclass
+class LambdaContext:
+    """Enough of a Lambda context for Powertools."""
+
+    function_name: str = "punctual-test"
+    memory_limit_in_mb: int = 256
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:punctual-test"
+    aws_request_id: str = "test-request"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000
+
+
+@pytest.fixture(autouse=True)
+def _aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never reach a real account, whatever the developer's environment holds.
+    for name in list(os.environ):
+        if name.startswith(("AWS_", "PUNCTUAL_")):
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "Punctual")
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime_to_ms(START))
+
+
+@pytest.fixture
+def lambda_context() -> LambdaContext:
+    return LambdaContext()
+
+
+@pytest.fixture
+def handlers() -> HandlerRegistry:
+    """A registry with the built-ins; tests add their own handlers to it."""
+    registry = HandlerRegistry()
+    for name in default_registry.names():
+        registry.register(name, default_registry.get(name))
+    return registry
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def settings(aws: None) -> Settings:
+    base = Settings(tenant_source="header")
+    clients = AwsClients(base)
+    create_tables(clients.dynamodb, base)
+    urls = create_queues(clients.sqs)
+    fields: dict[str, Any] = {}
+    for priority, (queue_url, dlq_url) in urls.items():
+        fields[f"queue_url_{priority}"] = queue_url
+        fields[f"dlq_url_{priority}"] = dlq_url
+    return base.model_copy(update=fields)
+
+
+@pytest.fixture
+def queue(settings: Settings, clock: ManualClock) -> MemoryQueue:
+    return MemoryQueue(settings=settings, clock=clock)
+
+
+@pytest.fixture
+def services(
+    settings: Settings, clock: ManualClock, handlers: HandlerRegistry, queue: MemoryQueue
+) -> Iterator[Services]:
+    built = build_services(
+        settings=settings,
+        clients=AwsClients(settings),
+        clock=clock,
+        handlers=handlers,
+        rand=lambda: 1.0,
+        queue=queue,
+    )
+    set_services(built)
+    yield built
+    set_services(None)
