@@ -19,7 +19,9 @@ from shared.models.messages import RunMessage
 from shared.observability import count, logger, metrics, tracer
 from shared.services.container import get_services
 
-processor = BatchProcessor(event_type=EventType.SQS)
+# Every failed record is reported, even when the whole batch failed: SQS then keeps exactly
+# those messages, the same as for a partial failure.
+processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
 def priority_of(event_source_arn: str) -> str:

@@ -202,8 +202,8 @@ class RunStore:
             )
         )
         expired = f"({e.n(c.ATTR_STATUS)} = {running} AND {e.n('lease_expires_at')} < {now})"
-        queued = e.v(RunStatus.QUEUED.value)
         if fresh_budget:
+            queued = e.v(RunStatus.QUEUED.value)
             gen = e.v(msg.retry_gen)
             cond = (
                 f"({e.n(c.ATTR_STATUS)} IN ({e.v(RunStatus.FAILED.value)}, "
@@ -217,6 +217,7 @@ class RunStore:
                 f"{e.n('retry_gen')} = {e.v(msg.retry_gen)}) OR {expired}"
             )
         else:
+            queued = e.v(RunStatus.QUEUED.value)
             # An occurrence skipped because its schedule changed may be run by the new
             # schedule's message for the same time.
             cond = (

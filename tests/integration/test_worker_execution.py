@@ -1,0 +1,469 @@
+"""Worker invariants and policies: leases, duplicates, retries with backoff, dead letters,
+permanent failures, overlap, hops, orphans, dependencies, notifications."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from functions.worker.handler import lambda_handler as worker
+from shared.clock import format_ms, parse_rfc3339_ms
+from shared.models.messages import RunMessage
+from shared.services.container import Services, build_services
+from shared.targets import RetryableDeliveryError
+from support.api import Api
+from support.fakes import MemoryQueue, pump
+
+
+class WorkerCrash(BaseException):
+    """Stands for the worker process dying mid-run (not an error the code may catch)."""
+
+
+@pytest.fixture
+def effects(handlers) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    @handlers.handler("count")
+    def _count(ctx):
+        with lock:
+            seen.append(
+                {
+                    "run_id": ctx.run_id,
+                    "at": ctx.clock.now_ms(),
+                    "attempt": ctx.attempt,
+                    "key": ctx.idempotency_key,
+                }
+            )
+        return {"n": len(seen)}
+
+    return seen
+
+
+def _create(api: Api, **body: Any) -> dict[str, Any]:
+    body.setdefault("name", "job")
+    body.setdefault("schedule", "now")
+    body.setdefault("target", {"type": "handler", "name": "count"})
+    resp = api.post("/v1/jobs", body)
+    assert resp.status == 201, resp.body
+    return resp.body
+
+
+def _runs(api: Api, job_id: str) -> list[dict[str, Any]]:
+    return api.get(f"/v1/jobs/{job_id}/runs?limit=100").body["runs"]
+
+
+def _message(queue: MemoryQueue, index: int = 0) -> RunMessage:
+    return queue.sent[index].message
+
+
+def _other_worker(services: Services, queue: MemoryQueue, clock, handlers) -> Services:
+    """A second worker process: same AWS, its own owner id."""
+    return build_services(
+        settings=services.settings,
+        clients=services.clients,
+        clock=clock,
+        handlers=handlers,
+        rand=lambda: 1.0,
+        queue=queue,
+    )
+
+
+def test_worker_duplicate_message_for_finished_run_has_no_second_effect(
+    services, queue, clock, effects, lambda_context
+):
+    # GIVEN a run that finished
+    api = Api(lambda_context)
+    job = _create(api)
+    msg = _message(queue)
+    pump(queue, worker, lambda_context)
+    assert len(effects) == 1
+    # WHEN SQS delivers the same message again
+    result = services.executor.process(msg, "medium")
+    # THEN it is counted as a prevented duplicate and the target is not called again
+    assert result.action == "duplicate"
+    assert len(effects) == 1
+    assert [r["status"] for r in _runs(api, job["job_id"])] == ["succeeded"]
+
+
+def test_worker_duplicate_while_running_is_dropped(
+    services, queue, clock, handlers, lambda_context
+):
+    # GIVEN a run held by a worker that is still inside the target
+    api = Api(lambda_context)
+    calls: list[str] = []
+    other = _other_worker(services, queue, clock, handlers)
+
+    @handlers.handler("reenter")
+    def _reenter(ctx):
+        calls.append(ctx.run_id)
+        # WHEN the duplicate arrives at a second worker meanwhile
+        inner = other.executor.process(msg, "medium")
+        assert inner.action == "duplicate"
+        assert inner.status is not None and inner.status.value == "running"
+        return
+
+    _create(api, target={"type": "handler", "name": "reenter"})
+    msg = _message(queue)
+    services.executor.process(msg, "medium")
+    # THEN the target ran once
+    assert len(calls) == 1
+
+
+def test_worker_dying_mid_run_is_taken_over_after_the_lease(
+    services, queue, clock, handlers, effects, lambda_context
+):
+    # GIVEN a handler that kills its worker the first time
+    api = Api(lambda_context)
+    crashed: list[int] = []
+
+    @handlers.handler("crash-once")
+    def _crash_once(ctx):
+        if not crashed:
+            crashed.append(ctx.attempt)
+            raise WorkerCrash()
+        return "done"
+
+    job = _create(api, target={"type": "handler", "name": "crash-once"}, timeout_seconds=60)
+    msg = _message(queue)
+    with pytest.raises(WorkerCrash):
+        services.executor.process(msg, "medium")
+    run = _runs(api, job["job_id"])[0]
+    assert run["status"] == "running"
+    # WHEN SQS redelivers before the lease expires, another worker leaves it alone
+    other = _other_worker(services, queue, clock, handlers)
+    clock.advance(30)
+    assert other.executor.process(msg, "medium").action == "duplicate"
+    # AND after the lease (timeout 60 s + margin 30 s) it takes the run over
+    clock.advance(61)
+    result = other.executor.process(msg, "medium")
+    # THEN the run succeeds on attempt 2 and the lost attempt is recorded as such
+    assert result.action == "claimed"
+    run = _runs(api, job["job_id"])[0]
+    assert run["status"] == "succeeded"
+    assert [(a["attempt"], a["status"]) for a in run["attempts"]] == [(1, "lost"), (2, "succeeded")]
+    assert run["attempts"][0]["error_code"] == "lease_expired"
+
+
+def test_worker_that_lost_its_lease_cannot_overwrite_the_new_owner(
+    services, queue, clock, handlers, lambda_context
+):
+    # GIVEN a slow worker whose lease expires while its target still runs
+    api = Api(lambda_context)
+    other = _other_worker(services, queue, clock, handlers)
+    outcomes: list[str] = []
+
+    @handlers.handler("slow")
+    def _slow(ctx):
+        if not outcomes:
+            outcomes.append("slow-start")
+            clock.advance(100)  # past timeout (60) + margin (30)
+            # the message is redelivered and another worker runs it to the end
+            inner = other.executor.process(msg, "medium")
+            outcomes.append(inner.status.value if inner.status else inner.action)
+            raise RetryableDeliveryError("late_failure", "the slow worker fails after all")
+        return "fast"
+
+    job = _create(api, target={"type": "handler", "name": "slow"}, timeout_seconds=60)
+    msg = _message(queue)
+    result = services.executor.process(msg, "medium")
+    # THEN the slow worker's late failure is fenced off; the new owner's success stands
+    assert outcomes == ["slow-start", "succeeded"]
+    assert result.action == "stale"
+    run = _runs(api, job["job_id"])[0]
+    assert run["status"] == "succeeded"
+    # AND the retry it sent before it found out (send-then-commit) is absorbed as a duplicate
+    stray = [q.message for q in queue.sent if q.message.attempt > 1]
+    assert len(stray) == 1
+    assert services.executor.process(stray[0], "medium").action == "duplicate"
+    assert _runs(api, job["job_id"])[0]["status"] == "succeeded"
+
+
+def test_worker_retries_with_exponential_backoff_then_dead_letters(
+    services, queue, clock, lambda_context
+):
+    # GIVEN a job that always fails retryably, 4 attempts, base 2 s, no jitter
+    api = Api(lambda_context)
+    job = _create(
+        api,
+        target={"type": "handler", "name": "fail"},
+        retry={"max_attempts": 4, "base_delay_seconds": 2, "max_delay_seconds": 5, "jitter": False},
+    )
+    start = clock.now_ms()
+    # WHEN the worker runs each attempt when it becomes due
+    starts: list[int] = []
+    for _ in range(4):
+        due = queue.due()
+        assert len(due) == 1
+        pump(queue, worker, lambda_context)
+        starts.append(clock.now_ms() - start)
+        upcoming = [q for q in queue.messages if q.url == services.settings.queue_url("medium")]
+        if upcoming:
+            clock.set(upcoming[0].visible_at_ms)
+    # THEN attempts started at 0, 2, 6 (2+4) and 11 (6+min(8, 5)) seconds
+    assert starts == [0, 2000, 6000, 11000]
+    run = _runs(api, job["job_id"])[0]
+    assert run["status"] == "dead"
+    assert [a["status"] for a in run["attempts"]] == ["failed"] * 4
+    assert {a["error_code"] for a in run["attempts"]} == {"handler_failed"}
+    # AND the message went to the medium dead-letter queue, and the run is listed as dead
+    dead_letters = queue.on(services.settings.dlq_url("medium"))
+    assert [q.message.run_id for q in dead_letters] == [run["run_id"]]
+    listed = api.get("/v1/dead-letters").body["runs"]
+    assert [r["run_id"] for r in listed] == [run["run_id"]]
+
+
+def test_worker_retry_records_next_attempt_time(services, queue, clock, lambda_context):
+    # GIVEN a failing job with base delay 10 s and no jitter
+    api = Api(lambda_context)
+    job = _create(
+        api,
+        target={"type": "handler", "name": "fail"},
+        retry={"max_attempts": 3, "base_delay_seconds": 10, "jitter": False},
+    )
+    # WHEN the first attempt fails
+    pump(queue, worker, lambda_context)
+    # THEN the run is retrying with its next attempt 10 s later, sent with a 10 s delay
+    run = _runs(api, job["job_id"])[0]
+    assert run["status"] == "retrying"
+    assert run["next_attempt_at"] == format_ms(clock.now_ms() + 10_000)
+    retry = queue.sent[-1]
+    assert retry.message.attempt == 2
+    assert retry.visible_at_ms == clock.now_ms() + 10_000
+
+
+def test_worker_full_jitter_draws_within_the_cap(services, queue, clock, handlers, lambda_context):
+    # GIVEN a worker whose random source returns 0.25
+    jittery = build_services(
+        settings=services.settings,
+        clients=services.clients,
+        clock=clock,
+        handlers=handlers,
+        rand=lambda: 0.25,
+        queue=queue,
+    )
+    api = Api(lambda_context)
+    _create(
+        api,
+        target={"type": "handler", "name": "fail"},
+        retry={"max_attempts": 3, "base_delay_seconds": 8, "jitter": True},
+    )
+    # WHEN the first attempt fails
+    jittery.executor.process(_message(queue), "medium")
+    # THEN the delay is a quarter of the 8 s cap
+    assert queue.sent[-1].message.not_before == clock.now_ms() + 2_000
+
+
+def test_worker_permanent_error_fails_at_once(services, queue, clock, lambda_context):
+    # GIVEN a job that fails permanently
+    api = Api(lambda_context)
+    job = _create(api, target={"type": "handler", "name": "fail"}, payload={"permanent": True})
+    # WHEN it runs
+    pump(queue, worker, lambda_context)
+    # THEN one attempt, failed, no retry and no dead letter; a one-shot job is failed
+    run = _runs(api, job["job_id"])[0]
+    assert run["status"] == "failed"
+    assert len(run["attempts"]) == 1
+    assert len(queue.sent) == 1
+    assert queue.on(services.settings.dlq_url("medium")) == []
+    assert api.get(f"/v1/jobs/{job['job_id']}").body["status"] == "failed"
+
+
+def test_worker_backoff_longer_than_sqs_delay_hops(services, queue, clock, lambda_context):
+    # GIVEN a failing job whose backoff is 1,500 s (over SQS's 900 s)
+    api = Api(lambda_context)
+    job = _create(
+        api,
+        target={"type": "handler", "name": "fail"},
+        retry={"max_attempts": 2, "base_delay_seconds": 1500, "jitter": False},
+    )
+    pump(queue, worker, lambda_context)
+    t0 = clock.now_ms()
+    first_retry = queue.sent[-1]
+    assert first_retry.visible_at_ms == t0 + 900_000
+    # WHEN the message arrives after 900 s, it is re-sent with the remaining 600 s
+    clock.set(first_retry.visible_at_ms)
+    pump(queue, worker, lambda_context)
+    hop = queue.sent[-1]
+    assert hop.visible_at_ms == t0 + 1_500_000
+    assert _runs(api, job["job_id"])[0]["status"] == "retrying"
+    # THEN the attempt runs at 1,500 s, not before
+    clock.set(hop.visible_at_ms)
+    pump(queue, worker, lambda_context)
+    run = _runs(api, job["job_id"])[0]
+    assert run["status"] == "dead"
+    assert parse_rfc3339_ms(run["attempts"][1]["started_at"]) == t0 + 1_500_000
+
+
+def test_worker_holds_a_slightly_early_message_until_due(
+    services, queue, clock, effects, lambda_context
+):
+    # GIVEN a job due at 09:00:05.400, whose message SQS delivers at 09:00:05 (whole seconds)
+    api = Api(lambda_context)
+    _create(api, schedule="at(2026-11-22T09:00:05.400Z)")
+    assert queue.sent[0].visible_at_ms == parse_rfc3339_ms("2026-11-22T09:00:05Z")
+    clock.set(queue.sent[0].visible_at_ms)
+    # WHEN the worker receives it
+    pump(queue, worker, lambda_context)
+    # THEN the target starts exactly at the due time
+    assert [format_ms(e["at"]) for e in effects] == ["2026-11-22T09:00:05.400Z"]
+
+
+def test_worker_overlap_skip_skips_while_another_run_holds_the_slot(
+    services, queue, clock, effects, lambda_context
+):
+    # GIVEN an overlap=skip job whose previous run is still running
+    api = Api(lambda_context)
+    job = _create(api, overlap="skip")
+    services.jobs.acquire_slot(
+        job["job_id"], "previous-run", clock.now_ms() + 60_000, clock.now_ms()
+    )
+    # WHEN its next occurrence arrives
+    pump(queue, worker, lambda_context)
+    # THEN it is skipped and the target is not called
+    run = _runs(api, job["job_id"])[0]
+    assert (run["status"], run["reason"]) == ("skipped", "overlap")
+    assert effects == []
+
+
+def test_worker_overlap_buffer_one_waits_then_runs(services, queue, clock, effects, lambda_context):
+    # GIVEN an overlap=buffer_one job whose previous run is still running
+    api = Api(lambda_context)
+    job = _create(
+        api, schedule="rate(1 second)", overlap="buffer_one", end_at="2026-11-22T09:00:01Z"
+    )
+    job_id = job["job_id"]
+    services.jobs.acquire_slot(job_id, "previous-run", clock.now_ms() + 60_000, clock.now_ms())
+    # WHEN two occurrences arrive while it runs
+    clock.set(parse_rfc3339_ms("2026-11-22T09:00:01Z"))
+    pump(queue, worker, lambda_context)
+    # THEN one waits (queued) and the other is skipped
+    statuses = sorted(r["status"] for r in _runs(api, job_id))
+    assert statuses == ["queued", "skipped"]
+    # AND once the previous run ends, the buffered one runs
+    services.jobs.release_slot(job_id, "previous-run")
+    clock.advance(2)
+    pump(queue, worker, lambda_context)
+    assert sorted(r["status"] for r in _runs(api, job_id)) == ["skipped", "succeeded"]
+    assert len(effects) == 1
+
+
+def test_worker_orphan_message_leaves_no_run(services, queue, clock, effects, lambda_context):
+    # GIVEN a message for a job whose create never committed
+    msg = RunMessage(
+        job_id="0000000000000000000000",
+        tenant_id="default",
+        run_id=format_ms(clock.now_ms()),
+        scheduled_for=clock.now_ms(),
+        schedule_version=1,
+        not_before=clock.now_ms(),
+        dispatched_at=clock.now_ms(),
+    )
+    # WHEN the worker receives it
+    result = services.executor.process(msg, "medium")
+    # THEN nothing runs and no run item is left behind
+    assert result.action == "orphan"
+    assert effects == []
+    assert services.runs.get(msg.job_id, msg.run_id) is None
+
+
+def test_worker_idempotency_key_is_job_and_run(services, queue, clock, effects, lambda_context):
+    # GIVEN a job
+    api = Api(lambda_context)
+    job = _create(api)
+    # WHEN it runs
+    pump(queue, worker, lambda_context)
+    # THEN the target saw <job_id>:<run_id>
+    run = _runs(api, job["job_id"])[0]
+    assert effects[0]["key"] == f"{job['job_id']}:{run['run_id']}"
+
+
+def test_worker_dependency_triggers_dependent_job(services, queue, clock, effects, lambda_context):
+    # GIVEN job B depends on job A
+    api = Api(lambda_context)
+    upstream = _create(api, name="a", schedule="at(2026-11-22T09:00:30Z)")
+    dependent = _create(
+        api, name="b", schedule="at(2026-11-30T00:00:00Z)", depends_on=[upstream["job_id"]]
+    )
+    # WHEN A's run succeeds
+    clock.set(parse_rfc3339_ms("2026-11-22T09:00:30Z"))
+    pump(queue, worker, lambda_context)
+    # THEN B ran once, with trigger dependency
+    b_runs = _runs(api, dependent["job_id"])
+    assert [(r["trigger"], r["status"]) for r in b_runs] == [("dependency", "succeeded")]
+    assert len(effects) == 2
+
+
+def test_worker_notifies_webhook_and_sns_on_dead(services, queue, clock, lambda_context):
+    # GIVEN an SNS topic with an SQS subscriber, and a job that dies after one attempt
+    sns, sqs = services.clients.sns, services.clients.sqs
+    topic = sns.create_topic(Name="alerts")["TopicArn"]
+    inbox = sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(
+        TopicArn=topic,
+        Protocol="sqs",
+        Endpoint=inbox_arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    api = Api(lambda_context)
+    job = _create(
+        api,
+        target={"type": "handler", "name": "fail"},
+        retry={"max_attempts": 1},
+        notify={"on": ["dead"], "sns_topic_arn": topic},
+    )
+    # WHEN it runs
+    pump(queue, worker, lambda_context)
+    # THEN a run_finished notification arrived with status dead
+    messages = sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10).get("Messages", [])
+    assert len(messages) == 1
+    note = json.loads(messages[0]["Body"])
+    assert (note["job_id"], note["status"]) == (job["job_id"], "dead")
+
+
+def test_worker_malformed_message_is_dropped_not_retried(services, queue, clock, lambda_context):
+    # GIVEN a message whose body is not a run message
+    from support.fakes import Queued
+
+    queue.messages.append(
+        Queued(999, services.settings.queue_url("low"), "{not json", clock.now_ms())
+    )
+    # WHEN the worker receives it
+    pump(queue, worker, lambda_context)
+    # THEN it is deleted (not reported as a batch failure)
+    assert queue.messages == []
+
+
+def test_worker_aws_failure_reports_batch_item_failure(
+    services, queue, clock, effects, lambda_context, monkeypatch
+):
+    # GIVEN DynamoDB failing for the claim of one message
+    api = Api(lambda_context)
+    _create(api, name="a")
+    _create(api, name="b")
+    real_claim = services.runs.claim
+    failed_once: list[str] = []
+
+    def flaky_claim(msg, **kw):
+        if not failed_once:
+            failed_once.append(msg.run_id)
+            raise ConnectionError("DynamoDB unreachable")
+        return real_claim(msg, **kw)
+
+    monkeypatch.setattr(services.runs, "claim", flaky_claim)
+    # WHEN the batch is processed
+    due = queue.due()
+    for q in due:
+        queue.receive(q)
+    from support.fakes import sqs_event
+
+    result = worker(sqs_event(queue, due), lambda_context)
+    # THEN only that message is reported failed; the other ran
+    assert [f["itemIdentifier"] for f in result["batchItemFailures"]] == [str(due[0].id)]
+    assert len(effects) == 1
