@@ -179,6 +179,7 @@ class JobState(BaseModel):
     created_at_ms: int
     updated_at_ms: int
     last_scheduled_ms: int | None = None
+    dependents: int = 0
 
 
 class StoredJob(BaseModel):

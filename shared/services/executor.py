@@ -371,9 +371,14 @@ class Executor:
         self, job: StoredJob, run: RunRecord, status: RunStatus, now: int
     ) -> None:
         """After the final occurrence of an exhausted schedule, the job completes (or fails)."""
-        if run.trigger is not RunTrigger.SCHEDULE:
+        seen = job.state
+        if (
+            run.trigger is not RunTrigger.SCHEDULE
+            or seen.next_fire_at_ms is not None
+            or seen.last_scheduled_ms != run.scheduled_for_ms
+        ):
             return
-        state = self._jobs.get_state(job.state.job_id)
+        state = self._jobs.get_state(seen.job_id)
         if (
             state is None
             or state.status is not JobStatus.ACTIVE
@@ -390,6 +395,8 @@ class Executor:
 
     def _trigger_dependents(self, job: StoredJob, run: RunRecord, now: int) -> None:
         """Each active job that depends on this one gets a run (trigger: dependency)."""
+        if job.state.dependents <= 0:
+            return
         for dependent_id in self._jobs.dependents_of(job.state.job_id):
             state = self._jobs.get_state(dependent_id, consistent=False)
             if (

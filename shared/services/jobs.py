@@ -66,28 +66,41 @@ def request_hash(body: bytes) -> str:
     return hashlib.sha256(canonical).hexdigest()
 
 
-def encode_token(key: dict[str, Any] | None) -> str | None:
-    """Opaque pagination token from a LastEvaluatedKey."""
+def encode_token(key: dict[str, Any] | None, scope: str) -> str | None:
+    """Opaque pagination token from a LastEvaluatedKey, bound to the list it pages (`scope`)."""
     if not key:
         return None
-    return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode()
+    value = {"scope": scope, "key": key}
+    return base64.urlsafe_b64encode(json.dumps(value, sort_keys=True).encode()).decode()
 
 
-def decode_token(token: str | None) -> dict[str, Any] | None:
-    """LastEvaluatedKey from a token; a malformed token is a 400 on next_token."""
+def _is_key_attribute(value: Any) -> bool:
+    # A key attribute as DynamoDB returns it: {"S": "..."} or {"N": "..."}.
+    if not isinstance(value, dict) or len(value) != 1:
+        return False
+    kind, raw = next(iter(value.items()))
+    return kind in ("S", "N") and isinstance(raw, str)
+
+
+def decode_token(token: str | None, scope: str) -> dict[str, Any] | None:
+    """LastEvaluatedKey from a token. A token that is malformed or was issued for another list
+    (another tenant, job or endpoint) is a 400 on next_token, never a failed AWS call."""
     if not token:
         return None
+    invalid = ValidationFailed(
+        "invalid next_token",
+        [FieldError("next_token", "not a token this API issued for this list")],
+    )
     try:
         value = json.loads(base64.urlsafe_b64decode(token.encode()))
     except (ValueError, binascii.Error) as exc:
-        raise ValidationFailed(
-            "invalid next_token", [FieldError("next_token", "not a token this API issued")]
-        ) from exc
-    if not isinstance(value, dict):
-        raise ValidationFailed(
-            "invalid next_token", [FieldError("next_token", "not a token this API issued")]
-        )
-    return value
+        raise invalid from exc
+    if not isinstance(value, dict) or value.get("scope") != scope:
+        raise invalid
+    key = value.get("key")
+    if not isinstance(key, dict) or not key or not all(map(_is_key_attribute, key.values())):
+        raise invalid
+    return key
 
 
 def parse_limit(raw: str | None, default: int = 50) -> int:
@@ -358,7 +371,8 @@ class JobService:
                 raise ValidationFailed(
                     "invalid status", [FieldError("status", f"must be one of {allowed}")]
                 ) from exc
-        start = decode_token(next_token)
+        scope = f"jobs:{tenant_id}"
+        start = decode_token(next_token, scope)
         states: list[JobState] = []
         while True:
             page, start = self._jobs.list_states(
@@ -373,7 +387,7 @@ class JobService:
             for s in states
             if s.job_id in definitions
         ]
-        return JobList(jobs=jobs, next_token=encode_token(start))
+        return JobList(jobs=jobs, next_token=encode_token(start, scope))
 
     def update(
         self,
@@ -576,10 +590,11 @@ class JobService:
     ) -> RunList:
         """A job's runs, newest first."""
         self._load(tenant_id, job_id)
+        scope = f"runs:{tenant_id}:{job_id}"
         runs, last = self._runs.list_for_job(
-            job_id, limit=limit, start_key=decode_token(next_token)
+            job_id, limit=limit, start_key=decode_token(next_token, scope)
         )
-        return RunList(runs=[RunOut.of(r) for r in runs], next_token=encode_token(last))
+        return RunList(runs=[RunOut.of(r) for r in runs], next_token=encode_token(last, scope))
 
     def _load_run(self, tenant_id: str, job_id: str, run_id: str) -> tuple[StoredJob, RunRecord]:
         job = self._load(tenant_id, job_id)
@@ -626,10 +641,11 @@ class JobService:
 
     def list_dead(self, tenant_id: str, *, limit: int, next_token: str | None) -> RunList:
         """The tenant's dead runs, newest first."""
+        scope = f"dead:{tenant_id}"
         runs, last = self._runs.list_dead(
-            tenant_id, limit=limit, start_key=decode_token(next_token)
+            tenant_id, limit=limit, start_key=decode_token(next_token, scope)
         )
-        return RunList(runs=[RunOut.of(r) for r in runs], next_token=encode_token(last))
+        return RunList(runs=[RunOut.of(r) for r in runs], next_token=encode_token(last, scope))
 
     def redrive(self, tenant_id: str, run_ids: list[str] | None) -> RedriveResult:
         """Re-queue dead runs: all of them (up to 1,000 a call) or the listed ones."""

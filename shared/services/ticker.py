@@ -18,6 +18,20 @@ FIRST_LOOKBACK_MS = 10 * MINUTE_MS
 
 
 @dataclass
+class ShardResult:
+    """What draining one bucket shard did."""
+
+    dispatched: int = 0
+    lost: int = 0
+    errors: int = 0
+
+    @property
+    def emptied(self) -> bool:
+        """True when every due job in the shard was dispatched and committed."""
+        return self.lost == 0 and self.errors == 0
+
+
+@dataclass
 class TickReport:
     """What one tick did."""
 
@@ -43,24 +57,22 @@ class Ticker:
         self._settings = settings
         self._clock = clock
 
-    def _drain_shard(self, minute_ms: int, shard: int, until_ms: int, report: TickReport) -> bool:
-        """Dispatch every due job in one bucket shard; True when it is empty afterwards."""
-        emptied = True
+    def _drain_shard(self, minute_ms: int, shard: int, until_ms: int) -> ShardResult:
+        """Dispatch every due job in one bucket shard."""
+        result = ShardResult()
         bucket = f"{keys.bucket_name(minute_ms)}#{shard:02d}"
         for state in self._jobs.query_due(bucket, until_ms):
             try:
                 committed = self._dispatcher.dispatch(state, self._clock.now_ms(), until_ms)
             except Exception:  # noqa: BLE001 - one bad job must not stop the others; logged.
                 logger.exception("dispatch_failed", extra={"job_id": state.job_id})
-                report.errors += 1
-                emptied = False
+                result.errors += 1
                 continue
-            report.jobs_dispatched += 1
+            result.dispatched += 1
             if not committed:
                 # A concurrent writer moved the job; re-query the bucket next tick to be sure.
-                report.commits_lost += 1
-                emptied = False
-        return emptied
+                result.lost += 1
+        return result
 
     def tick(self) -> TickReport:
         """One pass. Safe to run concurrently with another tick or with API writers: every
@@ -82,10 +94,12 @@ class Ticker:
                 if self._clock.now_ms() - start > budget_ms:
                     report.out_of_time = True
                     break
-                emptied = all(
-                    pool.map(lambda s, m=minute: self._drain_shard(m, s, until, report), shards)
-                )
+                results = list(pool.map(lambda s, m=minute: self._drain_shard(m, s, until), shards))
+                emptied = all(r.emptied for r in results)
                 report.buckets_scanned += len(shards)
+                report.jobs_dispatched += sum(r.dispatched for r in results)
+                report.commits_lost += sum(r.lost for r in results)
+                report.errors += sum(r.errors for r in results)
                 # The minute holding `until` is only partly due, so the watermark stops there.
                 if contiguous and emptied and minute < last_minute:
                     new_watermark = minute + MINUTE_MS

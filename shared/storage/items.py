@@ -37,6 +37,7 @@ def state_to_item(state: JobState, shards: int) -> dict[str, Any]:
         "created_at": state.created_at_ms,
         "updated_at": state.updated_at_ms,
         "last_scheduled": state.last_scheduled_ms,
+        "dependents": state.dependents,
     }
     if state.status is JobStatus.ACTIVE and state.next_fire_at_ms is not None:
         shard = keys.shard_of(state.job_id, shards)
@@ -67,6 +68,7 @@ def state_from_item(item: dict[str, Any]) -> JobState:
         created_at_ms=data["created_at"],
         updated_at_ms=data["updated_at"],
         last_scheduled_ms=data.get("last_scheduled"),
+        dependents=data.get("dependents", 0),
     )
 
 

@@ -326,13 +326,17 @@ class JobStore:
             raise
 
     def _dependency_items(self, state: JobState, upstream: str) -> list[TransactWriteItemTypeDef]:
-        """Check the upstream job is the tenant's and not cancelled; record the edge."""
+        """Check the upstream job is the tenant's and not cancelled, count one more dependent on
+        it (so its worker only looks for dependents when there are some; the version moves so
+        no concurrent full write of its state can lose the count), and record the edge."""
         d = Expr()
         return [
             {
-                "ConditionCheck": {
+                "Update": {
                     "TableName": self._table,
                     "Key": {c.PK: {"S": keys.job_pk(upstream)}, c.SK: {"S": c.SK_STATE}},
+                    "UpdateExpression": f"ADD {d.n('dependents')} {d.v(1)}, "
+                    f"{d.n(c.ATTR_VERSION)} {d.v(1)}",
                     "ConditionExpression": f"{d.n(c.ATTR_TENANT_ID)} = {d.v(state.tenant_id)}"
                     f" AND {d.n(c.ATTR_STATUS)} <> {d.v(JobStatus.CANCELLED.value)}",
                     **d.kwargs(),  # type: ignore[typeddict-item]
@@ -371,6 +375,19 @@ class JobStore:
             items.extend(self._dependency_items(state, upstream))
             labels += ["dependency:" + upstream, "edge"]
         for upstream in dependencies_removed or []:
+            r = Expr()
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": {c.PK: {"S": keys.job_pk(upstream)}, c.SK: {"S": c.SK_STATE}},
+                        "UpdateExpression": f"ADD {r.n('dependents')} {r.v(-1)}, "
+                        f"{r.n(c.ATTR_VERSION)} {r.v(1)}",
+                        "ConditionExpression": f"attribute_exists({r.n(c.PK)})",
+                        **r.kwargs(),  # type: ignore[typeddict-item]
+                    }
+                }
+            )
             items.append(
                 {
                     "Delete": {
@@ -382,7 +399,7 @@ class JobStore:
                     }
                 }
             )
-            labels.append("edge")
+            labels += ["edge", "edge"]
         items.append(
             {
                 "Put": {
