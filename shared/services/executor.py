@@ -56,7 +56,11 @@ def dependency_run_id(upstream_run_id: str, upstream_job_id: str) -> str:
     return f"{upstream_run_id}~{upstream_job_id[-12:]}"
 
 
-class _Heartbeat:
+# Heartbeats come well inside the shortest visibility timeout the queues use (60 s locally).
+HEARTBEAT_MAX_INTERVAL_SECONDS = 20.0
+
+
+class Heartbeat:
     """Extends the lease (and the message visibility) while a long target runs."""
 
     def __init__(
@@ -74,18 +78,31 @@ class _Heartbeat:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="heartbeat")
         self.lost = False
+        self.beats = 0
+
+    @property
+    def interval_seconds(self) -> float:
+        """How often the lease is pushed out: a third of the lease, at most 20 s."""
+        return max(1.0, min(HEARTBEAT_MAX_INTERVAL_SECONDS, self._lease_ms / 3000))
+
+    def beat(self) -> bool:
+        """Push the lease and the message visibility out by one lease; False if the lease
+        was lost (another worker owns the run now)."""
+        until = self._clock.now_ms() + self._lease_ms
+        if not self._runs.extend_lease(self._run, self._owner, until):
+            self.lost = True
+            return False
+        if self._extend_visibility is not None:
+            self._extend_visibility(self._lease_ms // 1000)
+        self.beats += 1
+        return True
 
     def _loop(self) -> None:
-        interval = max(1.0, min(60.0, self._lease_ms / 3000))
-        while not self._stop.wait(interval):
-            until = self._clock.now_ms() + self._lease_ms
-            if not self._runs.extend_lease(self._run, self._owner, until):
-                self.lost = True
+        while not self._stop.wait(self.interval_seconds):
+            if not self.beat():
                 return
-            if self._extend_visibility is not None:
-                self._extend_visibility(self._lease_ms // 1000)
 
-    def __enter__(self) -> _Heartbeat:
+    def __enter__(self) -> Heartbeat:
         self._thread.start()
         return self
 
@@ -267,7 +284,7 @@ class Executor:
         )
         error: DeliveryError | None = None
         output: Any = None
-        with _Heartbeat(self._runs, run, self._owner, self._clock, lease_ms, extend_visibility):
+        with Heartbeat(self._runs, run, self._owner, self._clock, lease_ms, extend_visibility):
             try:
                 result = deliver(
                     definition.target,

@@ -277,20 +277,24 @@ class JobStore:
             }
         )
         labels.append(("name", None))
-        q = Expr()
-        items.append(
-            {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": {c.PK: {"S": keys.quota_pk(state.tenant_id)}, c.SK: {"S": c.SK_QUOTA}},
-                    "UpdateExpression": f"ADD {q.n('live_jobs')} {q.v(1)}",
-                    "ConditionExpression": f"attribute_not_exists({q.n('live_jobs')}) OR "
-                    f"{q.n('live_jobs')} < {q.v(guards.max_jobs)}",
-                    **q.kwargs(),  # type: ignore[typeddict-item]
+        if state.status in LIVE_STATUSES:
+            q = Expr()
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": {
+                            c.PK: {"S": keys.quota_pk(state.tenant_id)},
+                            c.SK: {"S": c.SK_QUOTA},
+                        },
+                        "UpdateExpression": f"ADD {q.n('live_jobs')} {q.v(1)}",
+                        "ConditionExpression": f"attribute_not_exists({q.n('live_jobs')}) OR "
+                        f"{q.n('live_jobs')} < {q.v(guards.max_jobs)}",
+                        **q.kwargs(),  # type: ignore[typeddict-item]
+                    }
                 }
-            }
-        )
-        labels.append(("quota", None))
+            )
+            labels.append(("quota", None))
         if guards.idempotency_key is not None:
             items.append(
                 {

@@ -395,6 +395,7 @@ class RunStore:
                 TableName=self._table,
                 Key=self._key(run.job_id, run.run_id),
                 UpdateExpression=f"SET {e.n(c.ATTR_STATUS)} = {e.v(RunStatus.QUEUED.value)}, "
+                f"{e.n('trigger')} = {e.v(RunTrigger.RETRY.value)}, "
                 f"{e.n('retry_gen')} = {e.v(new_gen)}, {e.n('updated_at')} = {e.v(now_ms)}, "
                 f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(run.tenant_id)}, "
                 f"{e.n(c.ATTR_ACTIVITY_AT)} = {e.v(now_ms)} "

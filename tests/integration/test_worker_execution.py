@@ -467,3 +467,39 @@ def test_worker_aws_failure_reports_batch_item_failure(
     # THEN only that message is reported failed; the other ran
     assert [f["itemIdentifier"] for f in result["batchItemFailures"]] == [str(due[0].id)]
     assert len(effects) == 1
+
+
+def test_worker_heartbeat_extends_lease_and_visibility_until_lost(
+    services, queue, clock, lambda_context
+):
+    # GIVEN a run claimed by worker w1 with a 90 s lease
+    from shared.services.executor import Heartbeat
+
+    api = Api(lambda_context)
+    _create(api, timeout_seconds=60)
+    msg = _message(queue)
+    start = clock.now_ms()
+    claim = services.runs.claim(
+        msg, owner="w1", now_ms=start, lease_until_ms=start + 90_000, priority="medium"
+    )
+    assert claim.run is not None
+    visibility: list[int] = []
+    heartbeat = Heartbeat(services.runs, claim.run, "w1", clock, 90_000, visibility.append)
+    # WHEN it beats 50 s later
+    clock.advance(50)
+    # THEN the lease and the message visibility are pushed out by one lease
+    assert heartbeat.beat()
+    assert services.runs.get(msg.job_id, msg.run_id).lease_expires_at_ms == start + 140_000
+    assert visibility == [90]
+    assert heartbeat.interval_seconds == 20.0
+    # AND once another worker took the run over, a beat reports the lease lost
+    clock.advance(141)
+    assert services.runs.claim(
+        msg,
+        owner="w2",
+        now_ms=clock.now_ms(),
+        lease_until_ms=clock.now_ms() + 90_000,
+        priority="medium",
+    ).claimed
+    assert not heartbeat.beat()
+    assert heartbeat.lost
