@@ -175,7 +175,8 @@ class JobService:
         return JobOut.of(job, runs[0] if runs else None)
 
     def _check_payload(self, payload: Any) -> None:
-        size = len(json.dumps(payload, separators=(",", ":")).encode())
+        # UTF-8 bytes, as stored and delivered (escaping non-ASCII would count é as 6 bytes).
+        size = len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
         if size > self._settings.max_payload_bytes:
             raise ValidationFailed(
                 "payload too large",

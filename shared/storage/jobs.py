@@ -12,8 +12,9 @@ from botocore.exceptions import ClientError
 from shared import constants as c
 from shared.models.job import JobDefinition, JobState, JobStatus, StoredJob
 from shared.storage import keys
-from shared.storage.codec import from_item, to_item, to_value
-from shared.storage.errors import is_conditional_failure, raise_if_throttled, transaction_failure
+from shared.storage.codec import from_item, to_item
+from shared.storage.errors import transaction_failure
+from shared.storage.expr import Expr, conditional_update
 from shared.storage.items import (
     definition_from_item,
     definition_to_item,
@@ -26,38 +27,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 LIVE_STATUSES = frozenset({JobStatus.ACTIVE, JobStatus.PAUSED})
-
-
-class Expr:
-    """Builds aliased expression attribute names and values (no raw names in expressions)."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-        self.values: dict[str, Any] = {}
-
-    def n(self, attr: str) -> str:
-        """Placeholder for an attribute name."""
-        for placeholder, name in self.names.items():
-            if name == attr:
-                return placeholder
-        placeholder = f"#n{len(self.names)}"
-        self.names[placeholder] = attr
-        return placeholder
-
-    def v(self, value: Any) -> str:
-        """Placeholder for a value."""
-        placeholder = f":v{len(self.values)}"
-        self.values[placeholder] = to_value(value)
-        return placeholder
-
-    def kwargs(self) -> dict[str, Any]:
-        """ExpressionAttributeNames/Values for a request (omitting empty maps)."""
-        out: dict[str, Any] = {}
-        if self.names:
-            out["ExpressionAttributeNames"] = self.names
-        if self.values:
-            out["ExpressionAttributeValues"] = self.values
-        return out
 
 
 @dataclass(frozen=True)
@@ -562,20 +531,14 @@ class JobStore:
             f"{e.n(c.ATTR_STATUS)} = {e.v(JobStatus.ACTIVE.value)} AND "
             f"{e.n(c.ATTR_VERSION)} = {e.v(seen_version)}"
         )
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_STATE}},
-                UpdateExpression=update,
-                ConditionExpression=cond,
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if is_conditional_failure(err):
-                return False
-            raise_if_throttled(err)
-            raise
-        return True
+        return conditional_update(
+            self._db,
+            table=self._table,
+            key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_STATE}},
+            update=update,
+            condition=cond,
+            expr=e,
+        )
 
     def finish_one_shot(self, state: JobState, status: JobStatus, now_ms: int) -> bool:
         """Mark an exhausted job completed/failed after its last run; False if it changed."""
@@ -590,73 +553,52 @@ class JobStore:
 
     # ---- overlap slot --------------------------------------------------------------------
 
+    def _slot_key(self, job_id: str) -> dict[str, Any]:
+        return {c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}}
+
+    def _take_place(self, job_id: str, place: str, run_id: str, until_ms: int, now_ms: int) -> bool:
+        """Hold one named place of the slot item for a run until until_ms: free, expired, or
+        already this run's."""
+        e = Expr()
+        holder, until = e.n(place), e.n(f"{place}_until")
+        return conditional_update(
+            self._db,
+            table=self._table,
+            key=self._slot_key(job_id),
+            update=f"SET {holder} = {e.v(run_id)}, {until} = {e.v(until_ms)}",
+            condition=f"attribute_not_exists({holder}) OR {until} < {e.v(now_ms)} OR "
+            f"{holder} = {e.v(run_id)}",
+            expr=e,
+        )
+
+    def _free_place(self, job_id: str, place: str, run_id: str) -> None:
+        """Let go of a place if this run holds it (if not, someone else's hold stands)."""
+        e = Expr()
+        holder, until = e.n(place), e.n(f"{place}_until")
+        conditional_update(
+            self._db,
+            table=self._table,
+            key=self._slot_key(job_id),
+            update=f"REMOVE {holder}, {until}",
+            condition=f"{holder} = {e.v(run_id)}",
+            expr=e,
+        )
+
     def acquire_slot(self, job_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
         """Take the job's single running slot (overlap skip/buffer_one)."""
-        e = Expr()
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
-                UpdateExpression=f"SET {e.n('run_id')} = {e.v(run_id)}, "
-                f"{e.n('until')} = {e.v(until_ms)}",
-                ConditionExpression=f"attribute_not_exists({e.n('run_id')}) OR "
-                f"{e.n('until')} < {e.v(now_ms)} OR {e.n('run_id')} = {e.v(run_id)}",
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if is_conditional_failure(err):
-                return False
-            raise
-        return True
+        return self._take_place(job_id, "running", run_id, until_ms, now_ms)
 
     def release_slot(self, job_id: str, run_id: str) -> None:
         """Give the running slot back if this run holds it."""
-        e = Expr()
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
-                UpdateExpression=f"REMOVE {e.n('run_id')}, {e.n('until')}",
-                ConditionExpression=f"{e.n('run_id')} = {e.v(run_id)}",
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if not is_conditional_failure(err):
-                raise
+        self._free_place(job_id, "running", run_id)
 
     def reserve_buffer(self, job_id: str, run_id: str, until_ms: int, now_ms: int) -> bool:
         """Take the job's single waiting place (overlap buffer_one)."""
-        e = Expr()
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
-                UpdateExpression=f"SET {e.n('buffered')} = {e.v(run_id)}, "
-                f"{e.n('buffered_until')} = {e.v(until_ms)}",
-                ConditionExpression=f"attribute_not_exists({e.n('buffered')}) OR "
-                f"{e.n('buffered_until')} < {e.v(now_ms)} OR {e.n('buffered')} = {e.v(run_id)}",
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if is_conditional_failure(err):
-                return False
-            raise
-        return True
+        return self._take_place(job_id, "buffered", run_id, until_ms, now_ms)
 
     def release_buffer(self, job_id: str, run_id: str) -> None:
         """Free the waiting place if this run holds it."""
-        e = Expr()
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={c.PK: {"S": keys.job_pk(job_id)}, c.SK: {"S": c.SK_SLOT}},
-                UpdateExpression=f"REMOVE {e.n('buffered')}, {e.n('buffered_until')}",
-                ConditionExpression=f"{e.n('buffered')} = {e.v(run_id)}",
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if not is_conditional_failure(err):
-                raise
+        self._free_place(job_id, "buffered", run_id)
 
     # ---- tick watermark ------------------------------------------------------------------
 
@@ -673,20 +615,13 @@ class JobStore:
     def advance_watermark(self, seen: int | None, minute_ms: int) -> bool:
         """Move the watermark forward from the value read; False if another tick moved it."""
         e = Expr()
-        if seen is None:
-            cond = f"attribute_not_exists({e.n('minute')})"
-        else:
-            cond = f"{e.n('minute')} = {e.v(seen)}"
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key={c.PK: {"S": c.TICK_PK}, c.SK: {"S": c.SK_WATERMARK}},
-                UpdateExpression=f"SET {e.n('minute')} = {e.v(minute_ms)}",
-                ConditionExpression=cond,
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if is_conditional_failure(err):
-                return False
-            raise
-        return True
+        minute = e.n("minute")
+        cond = f"attribute_not_exists({minute})" if seen is None else f"{minute} = {e.v(seen)}"
+        return conditional_update(
+            self._db,
+            table=self._table,
+            key={c.PK: {"S": c.TICK_PK}, c.SK: {"S": c.SK_WATERMARK}},
+            update=f"SET {minute} = {e.v(minute_ms)}",
+            condition=cond,
+            expr=e,
+        )

@@ -13,8 +13,8 @@ from shared import constants as c
 from shared.models.messages import RunMessage
 from shared.models.run import AttemptRecord, RunRecord, RunStatus, RunTrigger
 from shared.storage.errors import is_conditional_failure, old_item, raise_if_throttled
+from shared.storage.expr import Expr, conditional_update
 from shared.storage.items import attempt_to_value, run_from_item
-from shared.storage.jobs import Expr
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -294,37 +294,27 @@ class RunStore:
             f"{e.n('lease_owner')} = {e.v(owner)} AND "
             f"{e.n(c.ATTR_STATUS)} = {e.v(RunStatus.RUNNING.value)}"
         )
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=self._key(run.job_id, run.run_id),
-                UpdateExpression=update,
-                ConditionExpression=cond,
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if is_conditional_failure(err):
-                return False
-            raise
-        return True
+        return conditional_update(
+            self._db,
+            table=self._table,
+            key=self._key(run.job_id, run.run_id),
+            update=update,
+            condition=cond,
+            expr=e,
+        )
 
     def extend_lease(self, run: RunRecord, owner: str, until_ms: int) -> bool:
         """Heartbeat: push the lease out while the target still runs."""
         e = Expr()
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=self._key(run.job_id, run.run_id),
-                UpdateExpression=f"SET {e.n('lease_expires_at')} = {e.v(until_ms)}",
-                ConditionExpression=f"{e.n('lease_owner')} = {e.v(owner)} AND "
-                f"{e.n(c.ATTR_STATUS)} = {e.v(RunStatus.RUNNING.value)}",
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if is_conditional_failure(err):
-                return False
-            raise
-        return True
+        return conditional_update(
+            self._db,
+            table=self._table,
+            key=self._key(run.job_id, run.run_id),
+            update=f"SET {e.n('lease_expires_at')} = {e.v(until_ms)}",
+            condition=f"{e.n('lease_owner')} = {e.v(owner)} AND "
+            f"{e.n(c.ATTR_STATUS)} = {e.v(RunStatus.RUNNING.value)}",
+            expr=e,
+        )
 
     def delete_orphan(self, run: RunRecord, owner: str) -> None:
         """Remove a run claimed for a job that does not exist (a create that lost)."""
@@ -390,22 +380,17 @@ class RunStore:
         """After a retry message was sent: a failed/dead run becomes queued with a fresh
         attempt budget. False when the worker already took it (or it changed)."""
         e = Expr()
-        try:
-            self._db.update_item(
-                TableName=self._table,
-                Key=self._key(run.job_id, run.run_id),
-                UpdateExpression=f"SET {e.n(c.ATTR_STATUS)} = {e.v(RunStatus.QUEUED.value)}, "
-                f"{e.n('trigger')} = {e.v(RunTrigger.RETRY.value)}, "
-                f"{e.n('retry_gen')} = {e.v(new_gen)}, {e.n('updated_at')} = {e.v(now_ms)}, "
-                f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(run.tenant_id)}, "
-                f"{e.n(c.ATTR_ACTIVITY_AT)} = {e.v(now_ms)} "
-                f"REMOVE {e.n(c.ATTR_DEAD_TENANT)}, {e.n('finished_at')}",
-                ConditionExpression=f"{e.n(c.ATTR_STATUS)} = {e.v(run.status.value)} AND "
-                f"{e.n('retry_gen')} = {e.v(run.retry_gen)}",
-                **e.kwargs(),
-            )
-        except ClientError as err:
-            if is_conditional_failure(err):
-                return False
-            raise
-        return True
+        return conditional_update(
+            self._db,
+            table=self._table,
+            key=self._key(run.job_id, run.run_id),
+            update=f"SET {e.n(c.ATTR_STATUS)} = {e.v(RunStatus.QUEUED.value)}, "
+            f"{e.n('trigger')} = {e.v(RunTrigger.RETRY.value)}, "
+            f"{e.n('retry_gen')} = {e.v(new_gen)}, {e.n('updated_at')} = {e.v(now_ms)}, "
+            f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(run.tenant_id)}, "
+            f"{e.n(c.ATTR_ACTIVITY_AT)} = {e.v(now_ms)} "
+            f"REMOVE {e.n(c.ATTR_DEAD_TENANT)}, {e.n('finished_at')}",
+            condition=f"{e.n(c.ATTR_STATUS)} = {e.v(run.status.value)} AND "
+            f"{e.n('retry_gen')} = {e.v(run.retry_gen)}",
+            expr=e,
+        )
