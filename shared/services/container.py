@@ -82,6 +82,7 @@ def build_services(
         jobs=jobs,
         runs=runs,
         queue=queue,
+        dispatcher=dispatcher,
         clients=clients,
         settings=settings,
         clock=clock,

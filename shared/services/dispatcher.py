@@ -126,6 +126,34 @@ class Dispatcher:
             )
         return advance
 
+    def send_now(
+        self,
+        state: JobState,
+        *,
+        run_id: str,
+        trigger: RunTrigger,
+        scheduled_for_ms: int,
+        now_ms: int,
+        retry_gen: int = 0,
+    ) -> RunMessage:
+        """Send one run to start now, outside the schedule (manual, dependency, or a retry with
+        a fresh attempt budget when retry_gen > 0). Returns the message sent."""
+        message = RunMessage(
+            job_id=state.job_id,
+            tenant_id=state.tenant_id,
+            run_id=run_id,
+            scheduled_for=scheduled_for_ms,
+            schedule_version=state.schedule_version,
+            trigger=trigger,
+            attempt=1,
+            retry_gen=retry_gen,
+            not_before=now_ms,
+            timeout_seconds=state.timeout_seconds,
+            dispatched_at=now_ms,
+        )
+        self._queue.send(state.priority.value, [Outgoing(message, 0)])
+        return message
+
     def apply(self, state: JobState, advance: Advance, now_ms: int) -> JobState:
         """The state after an advance: next occurrence and last scheduled time updated."""
         return state.model_copy(

@@ -23,6 +23,7 @@ from shared.models.run import (
 )
 from shared.observability import count, logger, milliseconds
 from shared.policies import backoff_seconds, sqs_delay_seconds
+from shared.services.dispatcher import Dispatcher
 from shared.services.notify import Notifier
 from shared.services.queue import Outgoing, RunQueue
 from shared.settings import Settings
@@ -120,6 +121,7 @@ class Executor:
         jobs: JobStore,
         runs: RunStore,
         queue: RunQueue,
+        dispatcher: Dispatcher,
         clients: AwsClients,
         settings: Settings,
         clock: Clock,
@@ -129,6 +131,7 @@ class Executor:
         rand: Callable[[], float] | None = None,
     ) -> None:
         self._jobs, self._runs, self._queue = jobs, runs, queue
+        self._dispatcher = dispatcher
         self._clients, self._settings, self._clock = clients, settings, clock
         self._handlers = handlers
         self._notifier = notifier
@@ -423,18 +426,13 @@ class Executor:
             ):
                 continue
             run_id = dependency_run_id(run.run_id, job.state.job_id)
-            message = RunMessage(
-                job_id=dependent_id,
-                tenant_id=state.tenant_id,
+            self._dispatcher.send_now(
+                state,
                 run_id=run_id,
-                scheduled_for=now,
-                schedule_version=state.schedule_version,
                 trigger=RunTrigger.DEPENDENCY,
-                not_before=now,
-                timeout_seconds=state.timeout_seconds,
-                dispatched_at=now,
+                scheduled_for_ms=now,
+                now_ms=now,
             )
-            self._queue.send(state.priority.value, [Outgoing(message, 0)])
             self._runs.put_queued(
                 job_id=dependent_id,
                 run_id=run_id,
