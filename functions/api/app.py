@@ -3,7 +3,10 @@ beyond parsing the request, finding the tenant and mapping domain errors to HTTP
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -156,8 +159,17 @@ def _header(name: str) -> str | None:
 
 def _raw_body() -> bytes:
     event = app.current_event
-    body = event.decoded_body if event.body is not None else ""
-    raw = body.encode() if isinstance(body, str) else bytes(body or b"")
+    body = event.body or ""
+    if event.is_base64_encoded:
+        # Decoded here as bytes: a binary body is the client's mistake (400), not a crash.
+        try:
+            raw = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ValidationFailed(
+                "the body is not valid base64", [FieldError("body", "not valid base64")]
+            ) from exc
+    else:
+        raw = body.encode("utf-8", "surrogatepass")
     limit = get_services().settings.max_body_bytes
     if len(raw) > limit:
         raise PayloadTooLarge(f"request body is {len(raw)} bytes; the limit is {limit}")
@@ -167,14 +179,26 @@ def _raw_body() -> bytes:
 M = TypeVar("M", bound=BaseModel)
 
 
+def _not_json(constant: str) -> Any:
+    # Python's json accepts NaN and Infinity, which JSON does not (they would be stored as null).
+    raise ValueError(f"{constant} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError(f"the number {text[:32]} is out of range")
+    return value
+
+
 def _parse(model: type[M], raw: bytes, *, empty_ok: bool = False) -> M:
     if not raw.strip():
         if empty_ok:
             return model()
         raise ValidationFailed("a JSON body is required", [FieldError("body", "missing")])
     try:
-        data = json.loads(raw)
-    except ValueError as exc:
+        data = json.loads(raw, parse_constant=_not_json, parse_float=_finite_float)
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly deep nesting
         raise ValidationFailed(
             "the body is not valid JSON", [FieldError("body", str(exc))]
         ) from exc
@@ -182,6 +206,14 @@ def _parse(model: type[M], raw: bytes, *, empty_ok: bool = False) -> M:
         raise ValidationFailed(
             "the body must be a JSON object", [FieldError("body", "not an object")]
         )
+    try:
+        # "\ud800" is valid JSON but no valid text: it could be neither stored nor sent.
+        json.dumps(data, ensure_ascii=False).encode()
+    except (UnicodeEncodeError, RecursionError) as exc:
+        raise ValidationFailed(
+            "the body is not valid JSON",
+            [FieldError("body", "a string holds an unpaired surrogate escape")],
+        ) from exc
     try:
         return model.model_validate(data)
     except ValidationError as err:

@@ -1,7 +1,10 @@
-"""The OpenAPI 3 document, generated from the pydantic request/response models."""
+"""The OpenAPI 3 document, generated from the pydantic request/response models.
+
+`python -m functions.api.openapi > docs/openapi.json` regenerates the published copy."""
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -68,7 +71,9 @@ def _op(
     if body is not None:
         op["requestBody"] = {"required": True, "content": _json_content(body)}
     if params:
-        op["parameters"] = params
+        # A copy: the tenant header is appended to every operation's list later, and a shared
+        # list (PAGE) must not collect it.
+        op["parameters"] = list(params)
     return op
 
 
@@ -94,6 +99,8 @@ PAGE = [
     _query_param("limit", {"type": "integer", "minimum": 1, "maximum": 100, "default": 50}),
     _query_param("next_token", {"type": "string"}),
 ]
+# Served without looking at the caller.
+UNSCOPED = ("/v1/health", "/v1/openapi.json")
 TENANT = {
     "name": "X-Tenant-Id",
     "in": "header",
@@ -206,7 +213,7 @@ def openapi_document() -> dict[str, Any]:
                     "Re-queue dead runs (all, or the listed run ids)",
                     202,
                     RedriveResult,
-                    (400,),
+                    (400, 413),
                     body=RedriveRequest,
                 ),
             }
@@ -217,11 +224,28 @@ def openapi_document() -> dict[str, Any]:
             )
         },
         "/v1/health": {"get": _op("Liveness", 200, Health, ())},
+        "/v1/openapi.json": {
+            "get": {
+                "summary": "This document",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    }
+                },
+            }
+        },
     }
     paths["/v1/dead-letters/redrive"]["post"]["requestBody"]["required"] = False
-    for item in paths.values():
+    for path, item in paths.items():
+        if path in UNSCOPED:
+            continue
         for operation in item.values():
             operation.setdefault("parameters", []).append(TENANT)
+            # Every tenant-scoped call can be refused for its caller identity (X-Tenant-Id).
+            operation["responses"].setdefault(
+                "400", {"description": DESCRIPTIONS[400], "content": _json_content(ErrorBody)}
+            )
     return {
         "openapi": "3.1.0",
         "info": {
@@ -233,3 +257,12 @@ def openapi_document() -> dict[str, Any]:
         "paths": paths,
         "components": {"schemas": defs.get("$defs", {})},
     }
+
+
+def render() -> str:
+    """The document as published in docs/openapi.json (stable: indented, keys sorted)."""
+    return json.dumps(openapi_document(), indent=2, sort_keys=True)
+
+
+if __name__ == "__main__":
+    print(render())

@@ -45,6 +45,7 @@ from shared.storage.jobs import CreateConflict, CreateGuards, JobStore, VersionC
 from shared.storage.runs import RunStore
 
 JOB_ID_PATTERN = re.compile(r"^[0-9a-f]{22}$")
+DIGITS = re.compile(r"[0-9]{1,18}")
 SCHEDULE_FIELDS = ("schedule", "timezone", "start_at", "end_at")
 METRICS_WINDOW_MINUTES = 15
 METRICS_CAP = 10_000
@@ -107,7 +108,8 @@ def parse_limit(raw: str | None, default: int = 50) -> int:
     """The `limit` query parameter: 1 to 100."""
     if raw is None or raw == "":
         return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+    # ASCII digits only: str.isdigit() also accepts "²" (which int() refuses) and other scripts.
+    if not DIGITS.fullmatch(raw) or not 1 <= int(raw) <= MAX_LIMIT:
         raise ValidationFailed(
             "invalid limit", [FieldError("limit", f"must be an integer from 1 to {MAX_LIMIT}")]
         )
@@ -404,7 +406,7 @@ class JobService:
         state = job.state
         if if_match is not None:
             expected = if_match.strip().strip('"')
-            if not expected.isdigit():
+            if not DIGITS.fullmatch(expected):
                 raise ValidationFailed(
                     "invalid If-Match", [FieldError("If-Match", "must be the job's version")]
                 )
