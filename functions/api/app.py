@@ -135,18 +135,19 @@ def current_tenant() -> str:
     """The caller's tenant: X-Tenant-Id locally, the request context when deployed."""
     event = app.current_event
     if get_services().settings.tenant_source == "header":
-        tenant = event.headers.get(TENANT_HEADER) or event.headers.get(TENANT_HEADER.lower())
-        tenant = tenant or DEFAULT_TENANT
+        # Absent means the default tenant; present but empty is a mistake worth a 400.
+        header = _header(TENANT_HEADER)
+        tenant = DEFAULT_TENANT if header is None else header
         if not TENANT_PATTERN.match(tenant):
             raise ValidationFailed(
                 "invalid tenant",
                 [FieldError(TENANT_HEADER, "1-128 characters of A-Z a-z 0-9 . _ : @ / + = -")],
             )
         return tenant
-    tenant = tenant_from_request_context(event.raw_event.get("requestContext") or {})
-    if tenant is None:
+    caller = tenant_from_request_context(event.raw_event.get("requestContext") or {})
+    if caller is None:
         raise ValidationFailed("no caller identity in the request context")
-    return tenant
+    return caller
 
 
 def _header(name: str) -> str | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AnyHttpUrl, BaseModel, ConfigDict, Field, PlainSerializer, field_validator
 
 Name = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")]
 Arn = Annotated[str, Field(min_length=20, max_length=2048, pattern=r"^arn:aws[a-zA-Z-]*:")]
@@ -110,12 +110,20 @@ Target = Annotated[
 ]
 
 
+def _whole_as_int(value: float) -> float | int:
+    # 1 rather than 1.0 in responses, as the API document shows them.
+    return int(value) if float(value).is_integer() else value
+
+
+Seconds = Annotated[float, PlainSerializer(_whole_as_int, return_type=float | int)]
+
+
 class RetryPolicy(_Strict):
     """Exponential backoff with optional full jitter."""
 
     max_attempts: Annotated[int, Field(ge=1, le=100)] = 5
-    base_delay_seconds: Annotated[float, Field(ge=0, le=86_400)] = 1
-    max_delay_seconds: Annotated[float, Field(ge=0, le=86_400 * 7)] = 3600
+    base_delay_seconds: Annotated[Seconds, Field(ge=0, le=86_400)] = 1
+    max_delay_seconds: Annotated[Seconds, Field(ge=0, le=86_400 * 7)] = 3600
     jitter: bool = True
 
 

@@ -49,6 +49,7 @@ DIGITS = re.compile(r"[0-9]{1,18}")
 SCHEDULE_FIELDS = ("schedule", "timezone", "start_at", "end_at")
 METRICS_WINDOW_MINUTES = 15
 METRICS_CAP = 10_000
+LIST_SCAN_PAGE = 100
 REDRIVE_CAP = 1_000
 MAX_LIMIT = 100
 
@@ -377,11 +378,20 @@ class JobService:
         scope = f"jobs:{tenant_id}"
         start = decode_token(next_token, scope)
         states: list[JobState] = []
+        # With a filter, read whole pages (not one job per query when matches are rare) and
+        # resume after the last job returned, wherever in its page that was.
+        page_size = LIST_SCAN_PAGE if wanted is not None else limit
         while True:
-            page, start = self._jobs.list_states(
-                tenant_id, limit=limit - len(states), start_key=start
-            )
-            states.extend(s for s in page if wanted is None or s.status is wanted)
+            page, page_end = self._jobs.list_states(tenant_id, limit=page_size, start_key=start)
+            start = page_end
+            for state in page:
+                if wanted is not None and state.status is not wanted:
+                    continue
+                states.append(state)
+                if len(states) == limit:
+                    if state is not page[-1] or page_end is not None:
+                        start = self._jobs.tenant_index_key(state)
+                    break
             if len(states) >= limit or start is None:
                 break
         definitions = self._jobs.get_definitions([s.job_id for s in states])
@@ -457,9 +467,14 @@ class JobService:
                     "last_scheduled_ms": None,
                 }
             )
+            if new_state.status in (JobStatus.COMPLETED, JobStatus.FAILED):
+                # A new schedule gives a finished job a future again.
+                new_state = new_state.model_copy(update={"status": JobStatus.ACTIVE})
             if new_state.status is JobStatus.ACTIVE:
                 advance = self._dispatcher.send_due(new_state, now, self._horizon_end(now))
                 new_state = self._dispatcher.apply(new_state, advance, now)
+                if advance.next_fire_at_ms is None and not advance.sent:
+                    new_state = new_state.model_copy(update={"status": JobStatus.COMPLETED})
         try:
             self._jobs.update_definition(
                 definition,
@@ -468,8 +483,13 @@ class JobService:
                 rename_from=old.name if definition.name != old.name else None,
                 dependencies_added=[d for d in definition.depends_on if d not in old.depends_on],
                 dependencies_removed=[d for d in old.depends_on if d not in definition.depends_on],
+                max_jobs=self._settings.max_jobs_per_tenant,
             )
         except CreateConflict as conflict:
+            if conflict.what == "quota":
+                raise QuotaExceeded(
+                    f"the tenant has {self._settings.max_jobs_per_tenant} live jobs, the limit"
+                ) from conflict
             if conflict.what == "dependency":
                 raise ValidationFailed(
                     "invalid depends_on",
@@ -662,23 +682,33 @@ class JobService:
                 wanted_runs.add(raw)
         redriven: list[RedrivenRun] = []
         jobs: dict[str, StoredJob | None] = {}
+
+        def requeue(run: RunRecord) -> None:
+            if run.job_id not in jobs:
+                jobs[run.job_id] = self._jobs.get(run.job_id)
+            job = jobs[run.job_id]
+            if job is None or job.state.tenant_id != tenant_id:
+                return
+            if job.state.status is JobStatus.CANCELLED or run.status is not RunStatus.DEAD:
+                return
+            self._requeue(job, run)
+            redriven.append(RedrivenRun(job_id=run.job_id, run_id=run.run_id))
+
+        # Named <job_id>:<run_id> pairs are looked up directly, wherever they are in the list.
+        for job_id, run_id in sorted(wanted_pairs):
+            found = self._runs.get(job_id, run_id)
+            if found is not None and found.tenant_id == tenant_id:
+                requeue(found)
+        if run_ids is not None and not wanted_runs:
+            return RedriveResult(redriven=redriven, count=len(redriven))
         start: dict[str, Any] | None = None
         scanned = 0
         while scanned < REDRIVE_CAP:
             page, start = self._runs.list_dead(tenant_id, limit=100, start_key=start)
             scanned += len(page)
             for run in page:
-                if run_ids is not None and not (
-                    (run.job_id, run.run_id) in wanted_pairs or run.run_id in wanted_runs
-                ):
-                    continue
-                if run.job_id not in jobs:
-                    jobs[run.job_id] = self._jobs.get(run.job_id)
-                job = jobs[run.job_id]
-                if job is None or job.state.status is JobStatus.CANCELLED:
-                    continue
-                self._requeue(job, run)
-                redriven.append(RedrivenRun(job_id=run.job_id, run_id=run.run_id))
+                if run_ids is None or run.run_id in wanted_runs:
+                    requeue(run)
             if start is None:
                 break
         return RedriveResult(redriven=redriven, count=len(redriven))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from shared.errors import Throttled, TransactionFailure
+from shared.errors import FieldError, Throttled, TransactionFailure, ValidationFailed
 
 CONDITIONAL_FAILED = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED = "TransactionCanceledException"
@@ -59,3 +61,18 @@ def raise_if_throttled(err: ClientError) -> None:
     """Turn throttling into the domain's Throttled error."""
     if error_code(err) in THROTTLING_CODES:
         raise Throttled("AWS is throttling; retry shortly") from err
+
+
+@contextmanager
+def start_key_errors(start_key: dict[str, Any] | None) -> Iterator[None]:
+    """A paging start key the client sent back that DynamoDB refuses is the client's 400 on
+    next_token, not a 500 (moto does not check start keys; DynamoDB does)."""
+    try:
+        yield
+    except ClientError as err:
+        if start_key and error_code(err) == "ValidationException":
+            raise ValidationFailed(
+                "invalid next_token",
+                [FieldError("next_token", "not a token this API issued for this list")],
+            ) from err
+        raise

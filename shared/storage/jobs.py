@@ -13,7 +13,7 @@ from shared import constants as c
 from shared.models.job import JobDefinition, JobState, JobStatus, StoredJob
 from shared.storage import keys
 from shared.storage.codec import from_item, to_item
-from shared.storage.errors import transaction_failure
+from shared.storage.errors import start_key_errors, transaction_failure
 from shared.storage.expr import Expr, conditional_update
 from shared.storage.items import (
     definition_from_item,
@@ -119,18 +119,29 @@ class JobStore:
         kwargs: dict[str, Any] = {}
         if start_key:
             kwargs["ExclusiveStartKey"] = start_key
-        resp = self._db.query(
-            TableName=self._table,
-            IndexName=c.TENANT_INDEX,
-            KeyConditionExpression=f"{e.n(c.ATTR_TENANT_ID)} = {e.v(tenant_id)}",
-            ScanIndexForward=False,
-            Limit=limit,
-            **e.kwargs(),
-            **kwargs,
-        )
+        with start_key_errors(start_key):
+            resp = self._db.query(
+                TableName=self._table,
+                IndexName=c.TENANT_INDEX,
+                KeyConditionExpression=f"{e.n(c.ATTR_TENANT_ID)} = {e.v(tenant_id)}",
+                ScanIndexForward=False,
+                Limit=limit,
+                **e.kwargs(),
+                **kwargs,
+            )
         states = [state_from_item(dict(i)) for i in resp.get("Items", [])]
         last = resp.get("LastEvaluatedKey")
         return states, (dict(last) if last else None)
+
+    @staticmethod
+    def tenant_index_key(state: JobState) -> dict[str, Any]:
+        """The tenant-index key of a state item: a paging start key that resumes after it."""
+        return {
+            c.PK: {"S": keys.job_pk(state.job_id)},
+            c.SK: {"S": c.SK_STATE},
+            c.ATTR_TENANT_ID: {"S": state.tenant_id},
+            c.ATTR_LIST_KEY: {"S": keys.list_key(state.created_at_ms, state.job_id)},
+        }
 
     def get_definitions(self, job_ids: list[str]) -> dict[str, JobDefinition]:
         """Definitions of several jobs (BatchGetItem, retried until nothing is unprocessed)."""
@@ -247,22 +258,7 @@ class JobStore:
         )
         labels.append(("name", None))
         if state.status in LIVE_STATUSES:
-            q = Expr()
-            items.append(
-                {
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": {
-                            c.PK: {"S": keys.quota_pk(state.tenant_id)},
-                            c.SK: {"S": c.SK_QUOTA},
-                        },
-                        "UpdateExpression": f"ADD {q.n('live_jobs')} {q.v(1)}",
-                        "ConditionExpression": f"attribute_not_exists({q.n('live_jobs')}) OR "
-                        f"{q.n('live_jobs')} < {q.v(guards.max_jobs)}",
-                        **q.kwargs(),  # type: ignore[typeddict-item]
-                    }
-                }
-            )
+            items.append(self._quota_item(state.tenant_id, 1, guards.max_jobs))
             labels.append(("quota", None))
         if guards.idempotency_key is not None:
             items.append(
@@ -298,18 +294,56 @@ class JobStore:
                     raise CreateConflict(what, upstream_id) from err
             raise
 
+    def _state_put(self, state: JobState, previous: JobState) -> TransactWriteItemTypeDef:
+        """Write the whole state item, guarded by what the caller read: the version, the status
+        and the dependents count (which changes without a version bump)."""
+        e = Expr()
+        dependents = e.n("dependents")
+        seen_dependents = (
+            f"(attribute_not_exists({dependents}) OR {dependents} = {e.v(0)})"
+            if previous.dependents == 0
+            else f"{dependents} = {e.v(previous.dependents)}"
+        )
+        return {
+            "Put": {
+                "TableName": self._table,
+                "Item": state_to_item(state, self._shards),
+                "ConditionExpression": f"{e.n(c.ATTR_VERSION)} = {e.v(previous.version)} AND "
+                f"{e.n(c.ATTR_STATUS)} = {e.v(previous.status.value)} AND {seen_dependents}",
+                **e.kwargs(),  # type: ignore[typeddict-item]
+            }
+        }
+
+    def _quota_item(
+        self, tenant_id: str, delta: int, max_jobs: int | None = None
+    ) -> TransactWriteItemTypeDef:
+        """Count a tenant's live jobs up or down; counting up is refused at max_jobs."""
+        q = Expr()
+        live = q.n("live_jobs")
+        update: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": {c.PK: {"S": keys.quota_pk(tenant_id)}, c.SK: {"S": c.SK_QUOTA}},
+            "UpdateExpression": f"ADD {live} {q.v(delta)}",
+        }
+        if max_jobs is not None:
+            update["ConditionExpression"] = (
+                f"attribute_not_exists({live}) OR {live} < {q.v(max_jobs)}"
+            )
+        update.update(q.kwargs())
+        return {"Update": update}  # type: ignore[typeddict-item]
+
     def _dependency_items(self, state: JobState, upstream: str) -> list[TransactWriteItemTypeDef]:
         """Check the upstream job is the tenant's and not cancelled, count one more dependent on
-        it (so its worker only looks for dependents when there are some; the version moves so
-        no concurrent full write of its state can lose the count), and record the edge."""
+        it (so its worker only looks for dependents when there are some), and record the edge.
+        The count is not a client-visible change, so the upstream's version stays; full writes
+        of the upstream's state are conditioned on the count they read instead."""
         d = Expr()
         return [
             {
                 "Update": {
                     "TableName": self._table,
                     "Key": {c.PK: {"S": keys.job_pk(upstream)}, c.SK: {"S": c.SK_STATE}},
-                    "UpdateExpression": f"ADD {d.n('dependents')} {d.v(1)}, "
-                    f"{d.n(c.ATTR_VERSION)} {d.v(1)}",
+                    "UpdateExpression": f"ADD {d.n('dependents')} {d.v(1)}",
                     "ConditionExpression": f"{d.n(c.ATTR_TENANT_ID)} = {d.v(state.tenant_id)}"
                     f" AND {d.n(c.ATTR_STATUS)} <> {d.v(JobStatus.CANCELLED.value)}",
                     **d.kwargs(),  # type: ignore[typeddict-item]
@@ -338,6 +372,7 @@ class JobStore:
         rename_from: str | None,
         dependencies_added: list[str] | None = None,
         dependencies_removed: list[str] | None = None,
+        max_jobs: int | None = None,
     ) -> None:
         """Replace definition and state together, guarded by the version the caller read.
         A rename moves the name guard, and dependency edges follow depends_on, in the same
@@ -354,8 +389,7 @@ class JobStore:
                     "Update": {
                         "TableName": self._table,
                         "Key": {c.PK: {"S": keys.job_pk(upstream)}, c.SK: {"S": c.SK_STATE}},
-                        "UpdateExpression": f"ADD {r.n('dependents')} {r.v(-1)}, "
-                        f"{r.n(c.ATTR_VERSION)} {r.v(1)}",
+                        "UpdateExpression": f"ADD {r.n('dependents')} {r.v(-1)}",
                         "ConditionExpression": f"attribute_exists({r.n(c.PK)})",
                         **r.kwargs(),  # type: ignore[typeddict-item]
                     }
@@ -382,19 +416,12 @@ class JobStore:
             }
         )
         labels.append("definition")
-        v = Expr()
-        items.append(
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": state_to_item(state, self._shards),
-                    "ConditionExpression": f"{v.n(c.ATTR_VERSION)} = {v.v(previous.version)} AND "
-                    f"{v.n(c.ATTR_STATUS)} = {v.v(previous.status.value)}",
-                    **v.kwargs(),  # type: ignore[typeddict-item]
-                }
-            }
-        )
+        items.append(self._state_put(state, previous))
         labels.append("version")
+        if previous.status not in LIVE_STATUSES and state.status in LIVE_STATUSES:
+            # A finished job made live again by a new schedule takes a quota slot back.
+            items.append(self._quota_item(state.tenant_id, 1, max_jobs))
+            labels.append("quota")
         if rename_from is not None:
             g = Expr()
             items.append(
@@ -435,8 +462,8 @@ class JobStore:
             failure = transaction_failure(err)
             for label, reason in zip(labels, failure.reasons, strict=False):
                 if reason == "ConditionalCheckFailed":
-                    if label == "name":
-                        raise CreateConflict("name") from err
+                    if label in ("name", "quota"):
+                        raise CreateConflict(label) from err
                     if label.startswith("dependency:"):
                         raise CreateConflict("dependency", label.split(":", 1)[1]) from err
                     raise VersionConflict() from err
@@ -446,33 +473,9 @@ class JobStore:
         """Write a new state (status transition), guarded by the version read. Leaving the live
         statuses gives back the quota slot; cancelling frees the name."""
         items: list[TransactWriteItemTypeDef] = []
-        v = Expr()
-        items.append(
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": state_to_item(state, self._shards),
-                    "ConditionExpression": f"{v.n(c.ATTR_VERSION)} = {v.v(previous.version)} AND "
-                    f"{v.n(c.ATTR_STATUS)} = {v.v(previous.status.value)}",
-                    **v.kwargs(),  # type: ignore[typeddict-item]
-                }
-            }
-        )
+        items.append(self._state_put(state, previous))
         if previous.status in LIVE_STATUSES and state.status not in LIVE_STATUSES:
-            q = Expr()
-            items.append(
-                {
-                    "Update": {
-                        "TableName": self._table,
-                        "Key": {
-                            c.PK: {"S": keys.quota_pk(state.tenant_id)},
-                            c.SK: {"S": c.SK_QUOTA},
-                        },
-                        "UpdateExpression": f"ADD {q.n('live_jobs')} {q.v(-1)}",
-                        **q.kwargs(),  # type: ignore[typeddict-item]
-                    }
-                }
-            )
+            items.append(self._quota_item(state.tenant_id, -1))
         if state.status is JobStatus.CANCELLED and previous.status is not JobStatus.CANCELLED:
             g = Expr()
             items.append(

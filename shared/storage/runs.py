@@ -12,7 +12,12 @@ from botocore.exceptions import ClientError
 from shared import constants as c
 from shared.models.messages import RunMessage
 from shared.models.run import AttemptRecord, RunRecord, RunStatus, RunTrigger
-from shared.storage.errors import is_conditional_failure, old_item, raise_if_throttled
+from shared.storage.errors import (
+    is_conditional_failure,
+    old_item,
+    raise_if_throttled,
+    start_key_errors,
+)
 from shared.storage.expr import Expr, conditional_update
 from shared.storage.items import attempt_to_value, run_from_item
 
@@ -71,14 +76,15 @@ class RunStore:
         """A job's runs, newest first (run ids sort by scheduled time)."""
         e = Expr()
         kwargs: dict[str, Any] = {"ExclusiveStartKey": start_key} if start_key else {}
-        resp = self._db.query(
-            TableName=self._table,
-            KeyConditionExpression=f"{e.n(c.RUNS_PK)} = {e.v(job_id)}",
-            ScanIndexForward=False,
-            Limit=limit,
-            **e.kwargs(),
-            **kwargs,
-        )
+        with start_key_errors(start_key):
+            resp = self._db.query(
+                TableName=self._table,
+                KeyConditionExpression=f"{e.n(c.RUNS_PK)} = {e.v(job_id)}",
+                ScanIndexForward=False,
+                Limit=limit,
+                **e.kwargs(),
+                **kwargs,
+            )
         last = resp.get("LastEvaluatedKey")
         return [run_from_item(dict(i)) for i in resp.get("Items", [])], (
             dict(last) if last else None
@@ -90,15 +96,16 @@ class RunStore:
         """A tenant's dead runs, newest first (sparse dead index)."""
         e = Expr()
         kwargs: dict[str, Any] = {"ExclusiveStartKey": start_key} if start_key else {}
-        resp = self._db.query(
-            TableName=self._table,
-            IndexName=c.DEAD_INDEX,
-            KeyConditionExpression=f"{e.n(c.ATTR_DEAD_TENANT)} = {e.v(tenant_id)}",
-            ScanIndexForward=False,
-            Limit=limit,
-            **e.kwargs(),
-            **kwargs,
-        )
+        with start_key_errors(start_key):
+            resp = self._db.query(
+                TableName=self._table,
+                IndexName=c.DEAD_INDEX,
+                KeyConditionExpression=f"{e.n(c.ATTR_DEAD_TENANT)} = {e.v(tenant_id)}",
+                ScanIndexForward=False,
+                Limit=limit,
+                **e.kwargs(),
+                **kwargs,
+            )
         last = resp.get("LastEvaluatedKey")
         return [run_from_item(dict(i)) for i in resp.get("Items", [])], (
             dict(last) if last else None

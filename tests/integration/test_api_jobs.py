@@ -554,6 +554,44 @@ def test_create_job_idempotent_replay_at_quota_is_200(small_quota: Services, api
     assert again.body["job_id"] == first.body["job_id"]
 
 
+def test_patch_completed_job_back_to_life_takes_a_quota_slot(
+    small_quota: Services, api: Api, queue: MemoryQueue, lambda_context: Any
+) -> None:
+    # GIVEN a tenant with one completed job and two live ones (its quota)
+    done = create(api, "done", schedule="now")
+    pump(queue, worker, lambda_context)
+    assert api.get(f"/v1/jobs/{done['job_id']}").body["status"] == "completed"
+    create(api, "one")
+    create(api, "two")
+    # WHEN the completed job is given a new schedule
+    response = api.patch(f"/v1/jobs/{done['job_id']}", {"schedule": "cron(30 10 * * *)"})
+    # THEN it would be a third live job: 429, and it stays completed
+    assert_error(response, 429)
+    assert api.get(f"/v1/jobs/{done['job_id']}").body["status"] == "completed"
+
+
+def test_list_jobs_status_filter_pages_exactly(api: Api, clock: ManualClock) -> None:
+    # GIVEN five jobs created a second apart, every other one paused
+    ids = []
+    for i in range(5):
+        ids.append(create(api, f"f{i}")["job_id"])
+        clock.advance(1)
+    for job_id in ids[::2]:
+        api.post(f"/v1/jobs/{job_id}/pause")
+    # WHEN the paused ones are listed two at a time
+    seen: list[str] = []
+    token = None
+    for _ in range(5):
+        query = "/v1/jobs?status=paused&limit=2" + (f"&next_token={token}" if token else "")
+        page = api.get(query).body
+        seen += [j["job_id"] for j in page["jobs"]]
+        token = page["next_token"]
+        if token is None:
+            break
+    # THEN each paused job appears once, newest first, and nothing else
+    assert seen == list(reversed(ids[::2]))
+
+
 # ---- get / list ---------------------------------------------------------------------------
 
 
@@ -855,12 +893,6 @@ def test_patch_job_rename_frees_the_old_name(api: Api) -> None:
     assert_error(api.post("/v1/jobs", job_body("new")), 409, "name")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PATCHing the schedule of a completed job leaves it completed with a next_fire_at "
-    "that never comes (JobService.update only dispatches ACTIVE jobs; reactivating needs "
-    "JobStore.update_definition to take a quota slot back) - reported",
-)
 def test_patch_job_completed_with_new_schedule_runs_again(
     api: Api, queue: MemoryQueue, lambda_context: Any
 ) -> None:
