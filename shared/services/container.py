@@ -93,7 +93,6 @@ def build_services(
     job_service = JobService(
         jobs=jobs,
         runs=runs,
-        queue=queue,
         dispatcher=dispatcher,
         settings=settings,
         clock=clock,

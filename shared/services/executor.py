@@ -25,7 +25,7 @@ from shared.observability import count, logger, milliseconds
 from shared.policies import backoff_seconds, sqs_delay_seconds
 from shared.services.dispatcher import Dispatcher
 from shared.services.notify import Notifier
-from shared.services.queue import Outgoing, RunQueue
+from shared.services.queue import RunQueue
 from shared.settings import Settings
 from shared.storage.jobs import JobStore
 from shared.storage.runs import Outcome, RunStore
@@ -333,7 +333,7 @@ class Executor:
                 }
             )
             # Send the next attempt first, then record: a crash in between duplicates, never loses.
-            self._queue.send(priority, [Outgoing(retry, sqs_delay_seconds(next_at, finished))])
+            self._queue.resend(priority, retry, sqs_delay_seconds(next_at, finished))
             outcome = Outcome(
                 status=RunStatus.RETRYING, attempt=attempt, next_attempt_at_ms=next_at
             )

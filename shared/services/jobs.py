@@ -35,11 +35,9 @@ from shared.models.api import (
     RunOut,
 )
 from shared.models.job import JobDefinition, JobState, JobStatus, StoredJob
-from shared.models.messages import RunMessage
 from shared.models.run import RunRecord, RunStatus, RunTrigger
 from shared.schedule import Schedule, ScheduleError, validate_new_schedule
 from shared.services.dispatcher import Dispatcher
-from shared.services.queue import Outgoing, RunQueue
 from shared.settings import Settings
 from shared.storage.jobs import CreateConflict, CreateGuards, JobStore, VersionConflict
 from shared.storage.runs import RunStore
@@ -149,13 +147,12 @@ class JobService:
         *,
         jobs: JobStore,
         runs: RunStore,
-        queue: RunQueue,
         dispatcher: Dispatcher,
         settings: Settings,
         clock: Clock,
         queue_depths: Any = None,
     ) -> None:
-        self._jobs, self._runs, self._queue = jobs, runs, queue
+        self._jobs, self._runs = jobs, runs
         self._dispatcher, self._settings, self._clock = dispatcher, settings, clock
         self._queue_depths = queue_depths
 
@@ -583,18 +580,9 @@ class JobService:
         now = self._clock.now_ms()
         run_id = f"{format_ms(now)}~{secrets.token_hex(3)}"
         state = job.state
-        message = RunMessage(
-            job_id=job_id,
-            tenant_id=tenant_id,
-            run_id=run_id,
-            scheduled_for=now,
-            schedule_version=state.schedule_version,
-            trigger=RunTrigger.MANUAL,
-            not_before=now,
-            timeout_seconds=state.timeout_seconds,
-            dispatched_at=now,
+        self._dispatcher.send_now(
+            state, run_id=run_id, trigger=RunTrigger.MANUAL, scheduled_for_ms=now, now_ms=now
         )
-        self._queue.send(state.priority.value, [Outgoing(message, 0)])
         run = self._runs.put_queued(
             job_id=job_id,
             run_id=run_id,
@@ -642,21 +630,15 @@ class JobService:
     def _requeue(self, job: StoredJob, run: RunRecord) -> RunRecord:
         now = self._clock.now_ms()
         gen = run.retry_gen + 1
-        message = RunMessage(
-            job_id=run.job_id,
-            tenant_id=run.tenant_id,
-            run_id=run.run_id,
-            scheduled_for=run.scheduled_for_ms,
-            schedule_version=job.state.schedule_version,
-            trigger=RunTrigger.RETRY,
-            attempt=1,
-            retry_gen=gen,
-            not_before=now,
-            timeout_seconds=job.state.timeout_seconds,
-            dispatched_at=now,
-        )
         # Send, then mark: if the worker is faster, its claim (newer generation) wins.
-        self._queue.send(job.state.priority.value, [Outgoing(message, 0)])
+        self._dispatcher.send_now(
+            job.state,
+            run_id=run.run_id,
+            trigger=RunTrigger.RETRY,
+            scheduled_for_ms=run.scheduled_for_ms,
+            now_ms=now,
+            retry_gen=gen,
+        )
         self._runs.mark_requeued(run, gen, now)
         return self._runs.get(run.job_id, run.run_id) or run
 
