@@ -34,6 +34,13 @@ from shared.targets import Delivery, DeliveryError, HandlerRegistry, deliver
 # How long a buffered run waits before it looks at the running slot again.
 BUFFER_POLL_SECONDS = 2
 MAX_ERROR_MESSAGE = 1000
+# A create sends its first occurrences before its transaction commits, so a worker can be
+# faster than the commit: it re-reads briefly, then looks again a second later, for as long
+# as a create could plausibly still commit.
+CREATE_SETTLE_READS = 4
+CREATE_SETTLE_PAUSE_SECONDS = 0.1
+CREATE_SETTLE_READ_WINDOW_MS = 10_000
+CREATE_SETTLE_MS = 300_000
 
 VisibilityExtender = Callable[[int], None]
 
@@ -167,15 +174,36 @@ class Executor:
             return self._lost_claim(msg, claim.blocking)
         run = claim.run
         milliseconds("StartLagMs", now - msg.not_before)
-        job = self._jobs.get(msg.job_id)
-        if job is None or job.state.tenant_id != msg.tenant_id:
-            # The create that sent this message lost its transaction: nothing to run.
-            self._runs.delete_orphan(run, self._owner)
-            logger.warning("orphan_run_dropped", extra={"job_id": msg.job_id, "run_id": msg.run_id})
-            return ProcessResult(action="orphan")
+        job = self._read_job(msg)
+        if job is None:
+            return self._no_job(msg, run, priority)
         return self._run_claimed(msg, run, job, priority, now, lease_ms, extend_visibility)
 
     # ---- steps -------------------------------------------------------------------------
+
+    def _read_job(self, msg: RunMessage) -> StoredJob | None:
+        """The job, re-read a few times while the create that sent this message (it sends
+        before it commits) may still be committing."""
+        for _ in range(CREATE_SETTLE_READS):
+            job = self._jobs.get(msg.job_id)
+            if job is not None:
+                return job if job.state.tenant_id == msg.tenant_id else None
+            if self._clock.now_ms() - msg.dispatched_at > CREATE_SETTLE_READ_WINDOW_MS:
+                return None
+            self._clock.sleep(CREATE_SETTLE_PAUSE_SECONDS)
+        return None
+
+    def _no_job(self, msg: RunMessage, run: RunRecord, priority: str) -> ProcessResult:
+        """No job for this message: a create still committing (look again shortly), or one
+        whose transaction lost (nothing to run). The claim is undone either way."""
+        if self._clock.now_ms() - msg.dispatched_at < CREATE_SETTLE_MS:
+            self._queue.resend(priority, msg, 1)
+            self._runs.delete_orphan(run, self._owner)
+            return ProcessResult(action="hop")
+        self._runs.delete_orphan(run, self._owner)
+        logger.warning("orphan_run_dropped", extra={"job_id": msg.job_id, "run_id": msg.run_id})
+        count("OrphansDropped")
+        return ProcessResult(action="orphan")
 
     def _lost_claim(self, msg: RunMessage, blocking: RunRecord | None) -> ProcessResult:
         if blocking is not None and (

@@ -351,16 +351,44 @@ def test_worker_overlap_buffer_one_waits_then_runs(services, queue, clock, effec
     assert len(effects) == 1
 
 
+def test_worker_message_faster_than_its_create_runs_once_the_job_exists(
+    services, queue, clock, effects, lambda_context, monkeypatch
+):
+    # GIVEN a create whose first occurrence reaches the worker before the job is committed
+    api = Api(lambda_context)
+    real_create = services.jobs.create
+    held: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(services.jobs, "create", lambda *a: held.append(a))
+    created = api.post(
+        "/v1/jobs",
+        {"name": "racy", "schedule": "now", "target": {"type": "handler", "name": "count"}},
+    )
+    assert created.status == 201
+    # WHEN the worker gets the message first
+    first = services.executor.process(_message(queue), "medium")
+    # THEN it does not run it and does not drop it: it looks again a second later
+    assert first.action == "hop"
+    assert effects == []
+    assert services.runs.get(created.body["job_id"], _message(queue).run_id) is None
+    # AND once the create has committed, the occurrence runs
+    real_create(*held[0])
+    queue.messages.remove(queue.sent[0])
+    clock.advance(1)
+    pump(queue, worker, lambda_context)
+    assert [e["run_id"] for e in effects] == [_message(queue).run_id]
+
+
 def test_worker_orphan_message_leaves_no_run(services, queue, clock, effects, lambda_context):
-    # GIVEN a message for a job whose create never committed
+    # GIVEN a message, sent ten minutes ago, for a job whose create never committed
+    sent_at = clock.now_ms() - 600_000
     msg = RunMessage(
         job_id="0000000000000000000000",
         tenant_id="default",
-        run_id=format_ms(clock.now_ms()),
-        scheduled_for=clock.now_ms(),
+        run_id=format_ms(sent_at),
+        scheduled_for=sent_at,
         schedule_version=1,
-        not_before=clock.now_ms(),
-        dispatched_at=clock.now_ms(),
+        not_before=sent_at,
+        dispatched_at=sent_at,
     )
     # WHEN the worker receives it
     result = services.executor.process(msg, "medium")
