@@ -1,0 +1,1 @@
+"""The constructs the Punctual stack is made of."""
