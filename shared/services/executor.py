@@ -34,13 +34,14 @@ from shared.targets import Delivery, DeliveryError, HandlerRegistry, deliver
 # How long a buffered run waits before it looks at the running slot again.
 BUFFER_POLL_SECONDS = 2
 MAX_ERROR_MESSAGE = 1000
-# A create sends its first occurrences before its transaction commits, so a worker can be
-# faster than the commit: it re-reads briefly, then looks again a second later, for as long
-# as a create could plausibly still commit.
-CREATE_SETTLE_READS = 4
-CREATE_SETTLE_PAUSE_SECONDS = 0.1
-CREATE_SETTLE_READ_WINDOW_MS = 10_000
+# Writers (create, schedule change, resume) send occurrences before they commit, so a worker
+# can be faster than the commit: it re-reads briefly, then looks again a second later, for as
+# long as the write could plausibly still land.
+SETTLE_READS = 4
+SETTLE_PAUSE_SECONDS = 0.1
+SETTLE_READ_WINDOW_MS = 10_000
 CREATE_SETTLE_MS = 300_000
+WRITE_SETTLE_MS = 30_000
 
 VisibilityExtender = Callable[[int], None]
 
@@ -174,24 +175,55 @@ class Executor:
             return self._lost_claim(msg, claim.blocking)
         run = claim.run
         milliseconds("StartLagMs", now - msg.not_before)
-        job = self._read_job(msg)
+        job = self._read_job(msg, run)
         if job is None:
             return self._no_job(msg, run, priority)
+        if self._ahead_of_job(msg, run, job):
+            return self._write_not_landed(msg, run, priority)
         return self._run_claimed(msg, run, job, priority, now, lease_ms, extend_visibility)
 
     # ---- steps -------------------------------------------------------------------------
 
-    def _read_job(self, msg: RunMessage) -> StoredJob | None:
-        """The job, re-read a few times while the create that sent this message (it sends
-        before it commits) may still be committing."""
-        for _ in range(CREATE_SETTLE_READS):
+    def _read_job(self, msg: RunMessage, run: RunRecord) -> StoredJob | None:
+        """The job, re-read a few times while the write that sent this message (writers send
+        before they commit) may still be committing."""
+        job: StoredJob | None = None
+        for _ in range(SETTLE_READS):
             job = self._jobs.get(msg.job_id)
-            if job is not None:
-                return job if job.state.tenant_id == msg.tenant_id else None
-            if self._clock.now_ms() - msg.dispatched_at > CREATE_SETTLE_READ_WINDOW_MS:
+            if job is not None and job.state.tenant_id != msg.tenant_id:
                 return None
-            self._clock.sleep(CREATE_SETTLE_PAUSE_SECONDS)
-        return None
+            if job is not None and not self._ahead_of_job(msg, run, job):
+                return job
+            if self._clock.now_ms() - msg.dispatched_at > SETTLE_READ_WINDOW_MS:
+                return job
+            self._clock.sleep(SETTLE_PAUSE_SECONDS)
+        return job
+
+    def _ahead_of_job(self, msg: RunMessage, run: RunRecord, job: StoredJob) -> bool:
+        """True when the job as read would skip this run only because the write that sent the
+        message has not landed yet: a resume (the job still reads paused, its last write older
+        than the message) or a schedule change (the job still reads an older schedule)."""
+        gate = self._gate(msg, run, job)
+        if gate is None:
+            return False
+        if gate[1] == "job_paused":
+            return job.state.updated_at_ms < msg.dispatched_at
+        if gate[1] == "schedule_changed":
+            return msg.schedule_version > job.state.schedule_version
+        return False
+
+    def _write_not_landed(self, msg: RunMessage, run: RunRecord, priority: str) -> ProcessResult:
+        """The claim is undone; the message looks again a second later while its write may
+        still land. After that the write lost (a concurrent change won): its occurrence was
+        never the job's, and nothing is recorded for it."""
+        if self._clock.now_ms() - msg.dispatched_at < WRITE_SETTLE_MS:
+            self._queue.resend(priority, msg, 1)
+            self._runs.delete_orphan(run, self._owner)
+            count("MessagesHopped")
+            return ProcessResult(action="hop")
+        self._runs.delete_orphan(run, self._owner)
+        logger.info("unlanded_write_dropped", extra={"job_id": msg.job_id, "run_id": msg.run_id})
+        return ProcessResult(action="stale")
 
     def _no_job(self, msg: RunMessage, run: RunRecord, priority: str) -> ProcessResult:
         """No job for this message: a create still committing (look again shortly), or one

@@ -1,34 +1,137 @@
-"""The tick: walk the due index from the watermark to now + HORIZON and dispatch what is due."""
+"""The tick: walk the due index from the watermark to now + HORIZON and dispatch what is due.
+
+One tick invocation dispatches a few hundred jobs a second at most (each is an SQS send and a
+conditional commit, and one Python process has one CPU). To go further the tick fans out: it
+hands each (minute, shard range) of the due index to a dispatch invocation (`LambdaFanOut`,
+functions/dispatch), waits for their results and moves the watermark as before, only past
+minutes every range emptied."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shared.clock import Clock
+from shared.models.job import JobState
 from shared.observability import logger, milliseconds
 from shared.services.dispatcher import Dispatcher
 from shared.settings import Settings
 from shared.storage import keys
 from shared.storage.jobs import JobStore
 
+if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
+
 MINUTE_MS = 60_000
 # A tick with no watermark yet (first run) looks back this far.
 FIRST_LOOKBACK_MS = 10 * MINUTE_MS
+# Threads of one tick over the shards of a minute (in-process drain).
+TICK_THREADS = 8
+# Threads of one dispatch invocation over the jobs of its shards, and how many jobs it hands
+# them at a time (the due index is read page by page, never whole).
+DRAIN_THREADS = 8
+DRAIN_CHUNK = 64
+# Parallel synchronous invokes of the dispatch function (the Lambda client's connection pool).
+FAN_OUT_PARALLEL = 32
 
 
 @dataclass
 class ShardResult:
-    """What draining one bucket shard did."""
+    """What draining one bucket shard (or a range of them) did."""
 
     dispatched: int = 0
     lost: int = 0
     errors: int = 0
+    stopped: bool = False  # ran out of time before the shards were empty
 
     @property
     def emptied(self) -> bool:
         """True when every due job in the shard was dispatched and committed."""
-        return self.lost == 0 and self.errors == 0
+        return self.lost == 0 and self.errors == 0 and not self.stopped
+
+    def add(self, other: ShardResult) -> None:
+        """Fold another result into this one."""
+        self.dispatched += other.dispatched
+        self.lost += other.lost
+        self.errors += other.errors
+        self.stopped = self.stopped or other.stopped
+
+    def to_payload(self) -> dict[str, Any]:
+        """The dispatch function's answer."""
+        return {
+            "dispatched": self.dispatched,
+            "lost": self.lost,
+            "errors": self.errors,
+            "stopped": self.stopped,
+        }
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> ShardResult:
+        """Read a dispatch function's answer."""
+        return cls(
+            dispatched=int(payload["dispatched"]),
+            lost=int(payload["lost"]),
+            errors=int(payload["errors"]),
+            stopped=bool(payload.get("stopped", False)),
+        )
+
+
+@dataclass(frozen=True)
+class DispatchRange:
+    """One unit of tick work: the shards [shard_start, shard_end) of one due-index minute,
+    dispatched up to until_ms."""
+
+    minute_ms: int
+    shard_start: int
+    shard_end: int
+    until_ms: int
+
+    def __post_init__(self) -> None:
+        if self.minute_ms % MINUTE_MS or not 0 <= self.shard_start < self.shard_end:
+            raise ValueError(f"invalid dispatch range {self!r}")
+
+    @property
+    def shards(self) -> range:
+        """The shards of the range."""
+        return range(self.shard_start, self.shard_end)
+
+    def to_event(self) -> dict[str, int]:
+        """The dispatch function's event."""
+        return {
+            "minute": self.minute_ms,
+            "shard_start": self.shard_start,
+            "shard_end": self.shard_end,
+            "until": self.until_ms,
+        }
+
+    @classmethod
+    def from_event(cls, event: Mapping[str, Any]) -> DispatchRange:
+        """Read a dispatch function's event (ValueError if it is not one)."""
+        try:
+            return cls(
+                minute_ms=int(event["minute"]),
+                shard_start=int(event["shard_start"]),
+                shard_end=int(event["shard_end"]),
+                until_ms=int(event["until"]),
+            )
+        except (KeyError, TypeError) as err:
+            raise ValueError(f"not a dispatch range: {event!r}") from err
+
+
+FanOut = Callable[[Sequence[DispatchRange]], list[ShardResult]]
+
+
+def split_shards(shards: int, per_range: int) -> list[tuple[int, int]]:
+    """[start, end) pairs covering range(shards), `per_range` shards each (the last may be
+    shorter)."""
+    step = max(1, per_range)
+    return [(start, min(shards, start + step)) for start in range(0, shards, step)]
 
 
 @dataclass
@@ -44,35 +147,78 @@ class TickReport:
     commits_lost: int = 0
     errors: int = 0
     out_of_time: bool = False
+    ranges: int = 0
 
 
 class Ticker:
-    """Runs one tick pass; the tick Lambda and the local loop call `tick()`."""
+    """Runs one tick pass; the tick Lambda and the local loop call `tick()`, the dispatch
+    Lambda calls `drain()` for the range it was handed."""
 
     def __init__(
-        self, jobs: JobStore, dispatcher: Dispatcher, settings: Settings, clock: Clock
+        self,
+        jobs: JobStore,
+        dispatcher: Dispatcher,
+        settings: Settings,
+        clock: Clock,
+        *,
+        fan_out: FanOut | None = None,
+        shards_per_range: int = 1,
     ) -> None:
         self._jobs = jobs
         self._dispatcher = dispatcher
         self._settings = settings
         self._clock = clock
+        self._fan_out = fan_out
+        self._shards_per_range = shards_per_range
+
+    def _dispatch_one(self, state: JobState, until_ms: int) -> ShardResult:
+        try:
+            committed = self._dispatcher.dispatch(state, self._clock.now_ms(), until_ms)
+        except Exception:  # noqa: BLE001 - one bad job must not stop the others; logged.
+            logger.exception("dispatch_failed", extra={"job_id": state.job_id})
+            return ShardResult(errors=1)
+        # A lost commit: a concurrent writer moved the job; re-query the bucket next tick.
+        return ShardResult(dispatched=1, lost=0 if committed else 1)
+
+    def _due(self, minute_ms: int, shard: int, until_ms: int) -> Iterator[JobState]:
+        bucket = f"{keys.bucket_name(minute_ms)}#{shard:02d}"
+        return self._jobs.query_due(bucket, until_ms)
 
     def _drain_shard(self, minute_ms: int, shard: int, until_ms: int) -> ShardResult:
-        """Dispatch every due job in one bucket shard."""
+        """Dispatch every due job in one bucket shard, one after the other."""
         result = ShardResult()
-        bucket = f"{keys.bucket_name(minute_ms)}#{shard:02d}"
-        for state in self._jobs.query_due(bucket, until_ms):
-            try:
-                committed = self._dispatcher.dispatch(state, self._clock.now_ms(), until_ms)
-            except Exception:  # noqa: BLE001 - one bad job must not stop the others; logged.
-                logger.exception("dispatch_failed", extra={"job_id": state.job_id})
-                result.errors += 1
-                continue
-            result.dispatched += 1
-            if not committed:
-                # A concurrent writer moved the job; re-query the bucket next tick to be sure.
-                result.lost += 1
+        for state in self._due(minute_ms, shard, until_ms):
+            result.add(self._dispatch_one(state, until_ms))
         return result
+
+    def _drain_range(self, work: DispatchRange) -> ShardResult:
+        result = ShardResult()
+        for shard in work.shards:
+            result.add(self._drain_shard(work.minute_ms, shard, work.until_ms))
+        return result
+
+    def drain(self, work: DispatchRange, deadline_ms: int | None = None) -> ShardResult:
+        """Dispatch every due job of a range's shards, DRAIN_THREADS at a time (the dispatch
+        function's entry point). Stops taking jobs at deadline_ms: the result is then not
+        `emptied`, so the tick keeps its watermark and the next tick finishes the work."""
+        result = ShardResult()
+        with ThreadPoolExecutor(max_workers=DRAIN_THREADS) as pool:
+            for shard in work.shards:
+                due = self._due(work.minute_ms, shard, work.until_ms)
+                while chunk := list(islice(due, DRAIN_CHUNK)):
+                    if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
+                        result.stopped = True
+                        return result
+                    for one in pool.map(lambda s: self._dispatch_one(s, work.until_ms), chunk):
+                        result.add(one)
+        return result
+
+    def ranges(self, minute_ms: int, until_ms: int) -> list[DispatchRange]:
+        """The work of one minute, as ranges of shards."""
+        return [
+            DispatchRange(minute_ms, start, end, until_ms)
+            for start, end in split_shards(self._settings.shards, self._shards_per_range)
+        ]
 
     def tick(self) -> TickReport:
         """One pass. Safe to run concurrently with another tick or with API writers: every
@@ -88,15 +234,19 @@ class Ticker:
         new_watermark = minute
         contiguous = True
         budget_ms = int(self._settings.tick_budget_seconds * 1000)
-        shards = range(self._settings.shards)
-        with ThreadPoolExecutor(max_workers=min(8, self._settings.shards)) as pool:
+        with ThreadPoolExecutor(max_workers=min(TICK_THREADS, self._settings.shards)) as pool:
             while minute <= last_minute:
                 if self._clock.now_ms() - start > budget_ms:
                     report.out_of_time = True
                     break
-                results = list(pool.map(lambda s, m=minute: self._drain_shard(m, s, until), shards))
-                emptied = all(r.emptied for r in results)
-                report.buckets_scanned += len(shards)
+                work = self.ranges(minute, until)
+                if self._fan_out is not None:
+                    results = self._fan_out(work)
+                else:
+                    results = list(pool.map(self._drain_range, work))
+                emptied = len(results) == len(work) and all(r.emptied for r in results)
+                report.ranges += len(work)
+                report.buckets_scanned += self._settings.shards
                 report.jobs_dispatched += sum(r.dispatched for r in results)
                 report.commits_lost += sum(r.lost for r in results)
                 report.errors += sum(r.errors for r in results)
@@ -111,3 +261,45 @@ class Ticker:
         milliseconds("TickDurationMs", self._clock.now_ms() - start)
         logger.info("tick_finished", extra=report.__dict__)
         return report
+
+
+class LambdaFanOut:
+    """Hands each range to the dispatch function (synchronous invokes, in parallel) and returns
+    what each did. An invoke that fails or times out counts as an error: the tick then keeps
+    its watermark on that minute and the next tick drains it again (duplicate sends are
+    absorbed by the worker's claim; nothing is missed)."""
+
+    def __init__(
+        self, client: LambdaClient, function_name: str, max_parallel: int = FAN_OUT_PARALLEL
+    ) -> None:
+        self._client = client
+        self._function = function_name
+        self._max_parallel = max_parallel
+
+    def __call__(self, ranges: Sequence[DispatchRange]) -> list[ShardResult]:
+        """Invoke the dispatch function once per range, up to max_parallel at a time."""
+        if not ranges:
+            return []
+        with ThreadPoolExecutor(max_workers=min(self._max_parallel, len(ranges))) as pool:
+            return list(pool.map(self._invoke, ranges))
+
+    def _invoke(self, work: DispatchRange) -> ShardResult:
+        extra = {"function": self._function, **work.to_event()}
+        try:
+            response = self._client.invoke(
+                FunctionName=self._function,
+                InvocationType="RequestResponse",
+                Payload=json.dumps(work.to_event()).encode(),
+            )
+            body = response["Payload"].read()
+        except (BotoCoreError, ClientError):
+            logger.exception("dispatch_invoke_failed", extra=extra)
+            return ShardResult(errors=1)
+        if response.get("FunctionError"):
+            logger.error("dispatch_function_error", extra={**extra, "error": body[:500]})
+            return ShardResult(errors=1)
+        try:
+            return ShardResult.from_payload(json.loads(body))
+        except (ValueError, KeyError, TypeError):
+            logger.error("dispatch_bad_answer", extra={**extra, "answer": body[:500]})
+            return ShardResult(errors=1)

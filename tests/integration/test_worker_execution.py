@@ -531,3 +531,71 @@ def test_worker_heartbeat_extends_lease_and_visibility_until_lost(
     ).claimed
     assert not heartbeat.beat()
     assert heartbeat.lost
+
+
+def test_worker_message_from_a_resume_not_yet_committed_waits_for_it(
+    services, queue, clock, effects, lambda_context, monkeypatch
+):
+    # GIVEN a paused job, and a resume that has sent its first occurrence but not committed
+    api = Api(lambda_context)
+    job = _create(api, schedule="rate(1 hour)")
+    pump(queue, worker, lambda_context)
+    api.post(f"/v1/jobs/{job['job_id']}/pause")
+    clock.set(parse_rfc3339_ms("2026-11-22T10:00:30Z"))
+    real_change = services.jobs.change_status
+    held: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(services.jobs, "change_status", lambda *a: held.append(a))
+    assert api.post(f"/v1/jobs/{job['job_id']}/resume").status == 200
+    # WHEN the worker gets the occurrence before the resume lands
+    sent = queue.sent[-1].message
+    assert services.executor.process(sent, "medium").action == "hop"
+    queue.messages.remove(queue.sent[-2])
+    # THEN it is not skipped: once the resume lands, it runs
+    real_change(*held[0])
+    clock.advance(1)
+    pump(queue, worker, lambda_context)
+    assert [e["run_id"] for e in effects] == ["2026-11-22T09:00:00.000Z", sent.run_id]
+
+
+def test_worker_message_from_a_schedule_change_not_yet_committed_waits_for_it(
+    services, queue, clock, effects, lambda_context, monkeypatch
+):
+    # GIVEN rate(1 hour), changed to rate(5 seconds) by a PATCH that has sent but not committed
+    api = Api(lambda_context)
+    job = _create(api, schedule="rate(1 hour)")
+    pump(queue, worker, lambda_context)
+    clock.advance(10)
+    real_update = services.jobs.update_definition
+    held: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    monkeypatch.setattr(services.jobs, "update_definition", lambda *a, **k: held.append((a, k)))
+    assert api.patch(f"/v1/jobs/{job['job_id']}", {"schedule": "rate(5 seconds)"}).status == 200
+    first_new = next(q for q in queue.sent if q.message.schedule_version > 1)
+    # WHEN the worker gets the new schedule's first occurrence before the PATCH lands
+    assert services.executor.process(first_new.message, "medium").action == "hop"
+    queue.messages.remove(first_new)
+    # THEN once it lands, the occurrence runs under the new schedule
+    args, kwargs = held[0]
+    real_update(*args, **kwargs)
+    clock.advance(1)
+    pump(queue, worker, lambda_context)
+    assert first_new.message.run_id in [e["run_id"] for e in effects]
+
+
+def test_worker_message_from_a_write_that_lost_is_dropped_without_a_trace(
+    services, queue, clock, effects, lambda_context, monkeypatch
+):
+    # GIVEN a PATCH that sent the new schedule's occurrences and then lost its commit
+    api = Api(lambda_context)
+    job = _create(api, schedule="rate(1 hour)")
+    pump(queue, worker, lambda_context)
+    clock.advance(10)
+    monkeypatch.setattr(services.jobs, "update_definition", lambda *a, **k: None)
+    api.patch(f"/v1/jobs/{job['job_id']}", {"schedule": "rate(5 seconds)"})
+    stray = next(q for q in queue.sent if q.message.schedule_version > 1)
+    # WHEN one of its messages arrives after the settle window
+    clock.advance(31)
+    result = services.executor.process(stray.message, "medium")
+    # THEN nothing runs and no run is recorded for it
+    assert result.action == "stale"
+    assert services.runs.get(job["job_id"], stray.message.run_id) is None
+    assert len(effects) == 1
