@@ -1,0 +1,1 @@
+"""Dispatch Lambda: drains the due-index range a fanned-out tick hands it."""
