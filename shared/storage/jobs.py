@@ -3,9 +3,9 @@ watermark. Every write that can race is conditional; every attribute name is ali
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
+T = TypeVar("T")
 LIVE_STATUSES = frozenset({JobStatus.ACTIVE, JobStatus.PAUSED})
 
 
@@ -114,7 +115,8 @@ class JobStore:
     def list_states(
         self, tenant_id: str, *, limit: int, start_key: dict[str, Any] | None
     ) -> tuple[list[JobState], dict[str, Any] | None]:
-        """A tenant's jobs, newest first, one page of the tenant index."""
+        """A tenant's jobs, newest first: one page of the (keys-only) tenant index, then the
+        state items themselves by key."""
         e = Expr()
         kwargs: dict[str, Any] = {}
         if start_key:
@@ -129,9 +131,32 @@ class JobStore:
                 **e.kwargs(),
                 **kwargs,
             )
-        states = [state_from_item(dict(i)) for i in resp.get("Items", [])]
+        job_ids = [
+            str(from_item(dict(i))[c.PK]).removeprefix(c.JOB_PREFIX) for i in resp.get("Items", [])
+        ]
+        found = {s.job_id: s for s in self._batch_get(job_ids, c.SK_STATE, state_from_item)}
         last = resp.get("LastEvaluatedKey")
-        return states, (dict(last) if last else None)
+        return [found[j] for j in job_ids if j in found], (dict(last) if last else None)
+
+    def _batch_get(
+        self, job_ids: list[str], sk: str, read: Callable[[dict[str, Any]], T]
+    ) -> list[T]:
+        """Items of several jobs by key (BatchGetItem, retried until nothing is unprocessed)."""
+        out: list[T] = []
+        for start in range(0, len(job_ids), 100):
+            request: dict[str, Any] = {
+                self._table: {
+                    "Keys": [
+                        {c.PK: {"S": keys.job_pk(j)}, c.SK: {"S": sk}}
+                        for j in job_ids[start : start + 100]
+                    ]
+                }
+            }
+            while request:
+                resp = self._db.batch_get_item(RequestItems=request)
+                out.extend(read(dict(i)) for i in resp.get("Responses", {}).get(self._table, []))
+                request = dict(resp.get("UnprocessedKeys") or {})
+        return out
 
     @staticmethod
     def tenant_index_key(state: JobState) -> dict[str, Any]:
@@ -144,24 +169,13 @@ class JobStore:
         }
 
     def get_definitions(self, job_ids: list[str]) -> dict[str, JobDefinition]:
-        """Definitions of several jobs (BatchGetItem, retried until nothing is unprocessed)."""
-        out: dict[str, JobDefinition] = {}
-        for start in range(0, len(job_ids), 100):
-            request: dict[str, Any] = {
-                self._table: {
-                    "Keys": [
-                        {c.PK: {"S": keys.job_pk(j)}, c.SK: {"S": c.SK_DEFINITION}}
-                        for j in job_ids[start : start + 100]
-                    ]
-                }
-            }
-            while request:
-                resp = self._db.batch_get_item(RequestItems=request)
-                for item in resp.get("Responses", {}).get(self._table, []):
-                    data = from_item(dict(item))
-                    out[data["job_id"]] = definition_from_item(dict(item))
-                request = dict(resp.get("UnprocessedKeys") or {})
-        return out
+        """Definitions of several jobs, by job id."""
+        pairs = self._batch_get(
+            job_ids,
+            c.SK_DEFINITION,
+            lambda item: (str(from_item(item)["job_id"]), definition_from_item(item)),
+        )
+        return dict(pairs)
 
     def dependents_of(self, upstream_job_id: str) -> list[str]:
         """Ids of the jobs that declared depends_on the upstream job."""

@@ -20,14 +20,14 @@ DLQ_RETENTION_SECONDS = 14 * 86_400
 QUEUE_RETENTION_SECONDS = 4 * 86_400
 
 
-def _gsi(name: str, pk: str, sk: str) -> dict[str, Any]:
+def _gsi(name: str, pk: str, sk: str, projection: str = "ALL") -> dict[str, Any]:
     return {
         "IndexName": name,
         "KeySchema": [
             {"AttributeName": pk, "KeyType": "HASH"},
             {"AttributeName": sk, "KeyType": "RANGE"},
         ],
-        "Projection": {"ProjectionType": "ALL"},
+        "Projection": {"ProjectionType": projection},
     }
 
 
@@ -50,7 +50,9 @@ def jobs_table_spec(name: str) -> dict[str, Any]:
         ],
         "GlobalSecondaryIndexes": [
             _gsi(c.DUE_INDEX, c.ATTR_DUE_BUCKET, c.ATTR_NEXT_FIRE_AT),
-            _gsi(c.TENANT_INDEX, c.ATTR_TENANT_ID, c.ATTR_LIST_KEY),
+            # Keys only: a dispatch rewrites the state item, and with ALL every dispatch would
+            # also rewrite (and bill) its copy here; the list reads the states by key instead.
+            _gsi(c.TENANT_INDEX, c.ATTR_TENANT_ID, c.ATTR_LIST_KEY, "KEYS_ONLY"),
         ],
     }
 

@@ -3,6 +3,7 @@ the worker's event sources (properties, not only counts)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -48,7 +49,7 @@ def test_stack_tables_follow_the_runtime_spec(dev: Synth, spec_of: Any, base: st
     assert set(by_name) == {g["IndexName"] for g in spec["GlobalSecondaryIndexes"]}
     for gsi in spec["GlobalSecondaryIndexes"]:
         assert by_name[gsi["IndexName"]]["KeySchema"] == gsi["KeySchema"]
-        assert by_name[gsi["IndexName"]]["Projection"] == {"ProjectionType": "ALL"}
+        assert by_name[gsi["IndexName"]]["Projection"] == gsi["Projection"]
     # AND on-demand, point-in-time recovery, TTL on expires_at
     assert props["BillingMode"] == "PAY_PER_REQUEST"
     assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
@@ -218,6 +219,66 @@ def test_stack_tick_runs_alone_every_minute(dev: Synth) -> None:
     )
 
 
+def _function_id(synthed: Synth, handler: str) -> str:
+    (fn_id,) = (
+        k
+        for k, f in synthed.resources("AWS::Lambda::Function").items()
+        if f["Properties"]["Handler"] == handler
+    )
+    return fn_id
+
+
+def test_stack_has_one_function_per_handler(dev: Synth) -> None:
+    assert set(HANDLERS) == {"api", "tick", "dispatch", "worker"}
+    dev.template.resource_count_is("AWS::Lambda::Function", len(HANDLERS))
+
+
+def test_stack_tick_fans_out_to_the_dispatch_function(prod: Synth) -> None:
+    # GIVEN the tick and the dispatch function
+    config = prod.stack.config
+    tick = _function(prod, HANDLERS["tick"])
+    dispatch = _function(prod, HANDLERS["dispatch"])
+    # THEN the tick names the dispatch function and the range size in its settings
+    env = tick["Environment"]["Variables"]
+    assert env["PUNCTUAL_DISPATCH_FUNCTION"] == {"Ref": _function_id(prod, HANDLERS["dispatch"])}
+    assert env["PUNCTUAL_DISPATCH_SHARDS_PER_RANGE"] == "1"
+    # AND the dispatch function never fans out again: it drains what it is handed
+    assert "PUNCTUAL_DISPATCH_FUNCTION" not in dispatch["Environment"]["Variables"]
+    # AND it answers within the tick's budget, on one full vCPU, with one reserved
+    # invocation per range a tick invokes at once (16 shards, 1 per range)
+    assert dispatch["Timeout"] == config.dispatch_timeout_seconds
+    assert dispatch["Timeout"] <= config.tick_budget_seconds < tick["Timeout"]
+    assert dispatch["MemorySize"] == 1769
+    assert dispatch["ReservedConcurrentExecutions"] == 16
+    # AND only the tick invokes it, synchronously: no schedule, no event source, no async config
+    dispatch_id = _function_id(prod, HANDLERS["dispatch"])
+    for kind in ("AWS::Events::Rule", "AWS::Lambda::EventSourceMapping"):
+        assert dispatch_id not in json.dumps(prod.resources(kind))
+    for kind in ("AWS::Lambda::EventInvokeConfig", "AWS::Lambda::Permission"):
+        assert dispatch_id not in json.dumps(prod.resources(kind))
+
+
+def test_stack_dispatch_function_from_config() -> None:
+    from infra_testing import synth
+
+    # GIVEN ranges of 4 shards, a bigger dispatch function, and no reservation
+    synthed = synth(
+        "staging",
+        {
+            "dispatch_shards_per_range": 4,
+            "dispatch_memory_mb": 3008,
+            "dispatch_timeout_seconds": 20,
+            "dispatch_reserved_concurrency": 0,
+        },
+    )
+    tick = _function(synthed, HANDLERS["tick"])
+    dispatch = _function(synthed, HANDLERS["dispatch"])
+    # THEN the tick hands out 4 shards a range, and the function is as configured, unreserved
+    assert tick["Environment"]["Variables"]["PUNCTUAL_DISPATCH_SHARDS_PER_RANGE"] == "4"
+    assert (dispatch["MemorySize"], dispatch["Timeout"]) == (3008, 20)
+    assert "ReservedConcurrentExecutions" not in dispatch
+
+
 def test_stack_worker_timeout_and_visibility(prod: Synth) -> None:
     worker = _function(prod, HANDLERS["worker"])
     assert worker["Timeout"] == 900
@@ -296,6 +357,7 @@ def test_stack_outputs_name_what_a_deployer_needs(dev: Synth) -> None:
         "DeadLetterQueueUrlLow",
         "AlarmTopicArn",
         "DashboardName",
+        "DispatchFunctionName",
     ):
         assert key in outputs, key
 
