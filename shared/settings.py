@@ -39,6 +39,11 @@ class Settings(BaseSettings):
     max_jobs_per_tenant: int = Field(default=10_000, ge=1)
     fire_all_cap: int = Field(default=100, ge=1, le=10_000)
     tick_budget_seconds: float = Field(default=50.0, gt=0)
+    # Name or ARN of the dispatch function the tick fans out to (one synchronous invoke per
+    # range of shards); empty: the tick drains every shard in-process (local runtime, tests).
+    dispatch_function: str = ""
+    # Shards per dispatch invocation when fanned out (16 shards, 4 per range: 4 invokes a minute).
+    dispatch_shards_per_range: int = Field(default=1, ge=1, le=256)
     # How the tenant is found: "header" (local runtime: X-Tenant-Id) or "context" (API Gateway).
     tenant_source: str = Field(default="context", pattern="^(header|context)$")
     # How early a worker may hold a message for its due time instead of re-queuing it.

@@ -23,4 +23,10 @@ class RunMessage(BaseModel):
     not_before: int = Field(description="epoch ms before which the run must not start")
     retry_gen: int = Field(default=0, ge=0)
     timeout_seconds: int = Field(default=300, ge=1, description="sets the claim's lease")
+    after_version: int = Field(
+        default=0,
+        ge=0,
+        description="the job's version once the write that sent this message has landed "
+        "(writers send before they commit; a worker that reads an older version waits for it)",
+    )
     dispatched_at: int = Field(description="epoch ms when the dispatcher sent it")

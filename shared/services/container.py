@@ -15,7 +15,7 @@ from shared.services.executor import Executor
 from shared.services.jobs import JobService
 from shared.services.notify import Notifier
 from shared.services.queue import RunQueue
-from shared.services.ticker import Ticker
+from shared.services.ticker import LambdaFanOut, Ticker
 from shared.settings import Settings, get_settings
 from shared.storage.jobs import JobStore
 from shared.storage.runs import RunStore
@@ -62,6 +62,23 @@ def queue_depths(clients: AwsClients, settings: Settings) -> dict[str, QueueDept
     return out
 
 
+def build_ticker(
+    jobs: JobStore, dispatcher: Dispatcher, settings: Settings, clients: AwsClients, clock: Clock
+) -> Ticker:
+    """The tick: fanned out to the dispatch function when one is configured, else draining
+    every shard in-process."""
+    if not settings.dispatch_function:
+        return Ticker(jobs, dispatcher, settings, clock)
+    return Ticker(
+        jobs,
+        dispatcher,
+        settings,
+        clock,
+        fan_out=LambdaFanOut(clients.lambda_, settings.dispatch_function),
+        shards_per_range=settings.dispatch_shards_per_range,
+    )
+
+
 def build_services(
     settings: Settings | None = None,
     clients: AwsClients | None = None,
@@ -106,7 +123,7 @@ def build_services(
         runs=runs,
         queue=queue,
         dispatcher=dispatcher,
-        ticker=Ticker(jobs, dispatcher, settings, clock),
+        ticker=build_ticker(jobs, dispatcher, settings, clients, clock),
         executor=executor,
         job_service=job_service,
     )

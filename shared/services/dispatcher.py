@@ -89,8 +89,12 @@ class Dispatcher:
             t = schedule.next_at_or_after(t + 1)
         return Advance(sent=sent, skipped=plan.skipped, next_fire_at_ms=t), not_before
 
-    def send_due(self, state: JobState, now_ms: int, until_ms: int) -> Advance:
-        """Send the occurrences due up to until_ms; nothing is committed here."""
+    def send_due(
+        self, state: JobState, now_ms: int, until_ms: int, *, commits_version: int | None = None
+    ) -> Advance:
+        """Send the occurrences due up to until_ms; nothing is committed here. The write that
+        follows will commit `commits_version` (default: the version read, plus one)."""
+        after_version = state.version + 1 if commits_version is None else commits_version
         advance, not_before = self.plan(state, now_ms, until_ms)
         if advance.sent:
             outgoing = [
@@ -104,6 +108,7 @@ class Dispatcher:
                         trigger=RunTrigger.SCHEDULE,
                         not_before=nb,
                         timeout_seconds=state.timeout_seconds,
+                        after_version=after_version,
                         dispatched_at=now_ms,
                     ),
                     sqs_delay_seconds(nb, now_ms),

@@ -201,16 +201,16 @@ class Executor:
 
     def _ahead_of_job(self, msg: RunMessage, run: RunRecord, job: StoredJob) -> bool:
         """True when the job as read would skip this run only because the write that sent the
-        message has not landed yet: a resume (the job still reads paused, its last write older
-        than the message) or a schedule change (the job still reads an older schedule)."""
+        message has not landed yet (a resume still reads paused, a schedule change still reads
+        the old schedule): the job's version is older than the one that write commits. A
+        message whose write lost to another one sees a version at least as new, and is
+        judged on the job as it stands."""
         gate = self._gate(msg, run, job)
-        if gate is None:
-            return False
-        if gate[1] == "job_paused":
-            return job.state.updated_at_ms < msg.dispatched_at
-        if gate[1] == "schedule_changed":
-            return msg.schedule_version > job.state.schedule_version
-        return False
+        return (
+            gate is not None
+            and gate[0] is RunStatus.SKIPPED
+            and job.state.version < msg.after_version
+        )
 
     def _write_not_landed(self, msg: RunMessage, run: RunRecord, priority: str) -> ProcessResult:
         """The claim is undone; the message looks again a second later while its write may

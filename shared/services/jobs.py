@@ -289,7 +289,9 @@ class JobService:
         )
         # Send first, then commit: a job inside the horizon must not wait for a tick that may
         # already have passed its bucket.
-        advance = self._dispatcher.send_due(state, now, self._horizon_end(now))
+        advance = self._dispatcher.send_due(
+            state, now, self._horizon_end(now), commits_version=state.version
+        )
         state = self._dispatcher.apply(state, advance, now)
         if advance.next_fire_at_ms is None and not advance.sent:
             state = state.model_copy(update={"status": JobStatus.COMPLETED})
@@ -468,7 +470,9 @@ class JobService:
                 # A new schedule gives a finished job a future again.
                 new_state = new_state.model_copy(update={"status": JobStatus.ACTIVE})
             if new_state.status is JobStatus.ACTIVE:
-                advance = self._dispatcher.send_due(new_state, now, self._horizon_end(now))
+                advance = self._dispatcher.send_due(
+                    new_state, now, self._horizon_end(now), commits_version=new_state.version
+                )
                 new_state = self._dispatcher.apply(new_state, advance, now)
                 if advance.next_fire_at_ms is None and not advance.sent:
                     new_state = new_state.model_copy(update={"status": JobStatus.COMPLETED})
@@ -550,7 +554,9 @@ class JobService:
                 "updated_at_ms": now,
             }
         )
-        advance = self._dispatcher.send_due(new_state, now, self._horizon_end(now))
+        advance = self._dispatcher.send_due(
+            new_state, now, self._horizon_end(now), commits_version=new_state.version
+        )
         new_state = self._dispatcher.apply(new_state, advance, now)
         if advance.next_fire_at_ms is None and not advance.sent:
             new_state = new_state.model_copy(update={"status": JobStatus.COMPLETED})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from datetime import UTC, datetime
+from typing import Protocol
 
 from shared import constants as c
 
@@ -56,3 +57,19 @@ def due_bucket(next_fire_at_ms: int, shard: int) -> str:
 def list_key(created_at_ms: int, job_id: str) -> str:
     """Tenant-index sort key: creation order, ties broken by id."""
     return f"{created_at_ms:013d}#{job_id}"
+
+
+class _RunKey(Protocol):
+    tenant_id: str
+    job_id: str
+
+
+def activity_key(tenant_id: str, shard: int) -> str:
+    """Activity-index partition: the tenant split over ACTIVITY_SHARDS keys, so one busy tenant
+    is not one hot partition (1,000 writes/s each)."""
+    return f"{tenant_id}#{shard:02d}"
+
+
+def activity_key_of(run: _RunKey) -> str:
+    """The activity-index partition a run's finishes go to (stable per job)."""
+    return activity_key(run.tenant_id, shard_of(run.job_id, c.ACTIVITY_SHARDS))

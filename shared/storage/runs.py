@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError
 from shared import constants as c
 from shared.models.messages import RunMessage
 from shared.models.run import AttemptRecord, RunRecord, RunStatus, RunTrigger
+from shared.storage import keys
 from shared.storage.errors import (
     is_conditional_failure,
     old_item,
@@ -132,27 +133,30 @@ class RunStore:
             kwargs["ExclusiveStartKey"] = last
 
     def recent_activity(self, tenant_id: str, since_ms: int, cap: int) -> Iterator[RunRecord]:
-        """Runs of a tenant whose status last changed at or after since_ms (up to cap)."""
-        e = Expr()
-        kwargs: dict[str, Any] = {}
+        """Runs of a tenant whose status last changed at or after since_ms (up to cap), read
+        from every activity shard of the tenant."""
         seen = 0
-        while seen < cap:
-            resp = self._db.query(
-                TableName=self._table,
-                IndexName=c.ACTIVITY_INDEX,
-                KeyConditionExpression=f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(tenant_id)} AND "
-                f"{e.n(c.ATTR_ACTIVITY_AT)} >= {e.v(since_ms)}",
-                Limit=min(1000, cap - seen),
-                **e.kwargs(),
-                **kwargs,
-            )
-            for item in resp.get("Items", []):
-                seen += 1
-                yield run_from_item(dict(item))
-            last = resp.get("LastEvaluatedKey")
-            if not last:
-                return
-            kwargs["ExclusiveStartKey"] = last
+        for shard in range(c.ACTIVITY_SHARDS):
+            e = Expr()
+            kwargs: dict[str, Any] = {}
+            while seen < cap:
+                resp = self._db.query(
+                    TableName=self._table,
+                    IndexName=c.ACTIVITY_INDEX,
+                    KeyConditionExpression=f"{e.n(c.ATTR_ACTIVITY_TENANT)} = "
+                    f"{e.v(keys.activity_key(tenant_id, shard))} AND "
+                    f"{e.n(c.ATTR_ACTIVITY_AT)} >= {e.v(since_ms)}",
+                    Limit=min(1000, cap - seen),
+                    **e.kwargs(),
+                    **kwargs,
+                )
+                for item in resp.get("Items", []):
+                    seen += 1
+                    yield run_from_item(dict(item))
+                last = resp.get("LastEvaluatedKey")
+                if not last:
+                    break
+                kwargs["ExclusiveStartKey"] = last
 
     # ---- claim -------------------------------------------------------------------------
 
@@ -264,7 +268,7 @@ class RunStore:
         sets = [
             f"{e.n(c.ATTR_STATUS)} = {e.v(outcome.status.value)}",
             f"{e.n('updated_at')} = {e.v(now_ms)}",
-            f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(run.tenant_id)}",
+            f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(keys.activity_key_of(run))}",
             f"{e.n(c.ATTR_ACTIVITY_AT)} = {e.v(now_ms)}",
         ]
         removes = [e.n("lease_owner"), e.n("lease_expires_at")]
@@ -394,7 +398,7 @@ class RunStore:
             update=f"SET {e.n(c.ATTR_STATUS)} = {e.v(RunStatus.QUEUED.value)}, "
             f"{e.n('trigger')} = {e.v(RunTrigger.RETRY.value)}, "
             f"{e.n('retry_gen')} = {e.v(new_gen)}, {e.n('updated_at')} = {e.v(now_ms)}, "
-            f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(run.tenant_id)}, "
+            f"{e.n(c.ATTR_ACTIVITY_TENANT)} = {e.v(keys.activity_key_of(run))}, "
             f"{e.n(c.ATTR_ACTIVITY_AT)} = {e.v(now_ms)} "
             f"REMOVE {e.n(c.ATTR_DEAD_TENANT)}, {e.n('finished_at')}",
             condition=f"{e.n(c.ATTR_STATUS)} = {e.v(run.status.value)} AND "

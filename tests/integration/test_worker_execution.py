@@ -599,3 +599,24 @@ def test_worker_message_from_a_write_that_lost_is_dropped_without_a_trace(
     assert result.action == "stale"
     assert services.runs.get(job["job_id"], stray.message.run_id) is None
     assert len(effects) == 1
+
+
+def test_worker_message_from_a_tick_that_lost_to_a_pause_is_skipped_at_once(
+    services, queue, clock, effects, lambda_context
+):
+    # GIVEN a tick that read the job active, then a pause that committed before its send
+    api = Api(lambda_context)
+    job = _create(api, schedule="at(2026-11-22T09:10:00Z)")
+    clock.set(parse_rfc3339_ms("2026-11-22T09:08:30Z"))
+    seen_by_tick = services.jobs.get_state(job["job_id"])
+    assert api.post(f"/v1/jobs/{job['job_id']}/pause").status == 200
+    until = clock.now_ms() + services.settings.horizon_seconds * 1000
+    assert services.dispatcher.dispatch(seen_by_tick, clock.now_ms(), until) is False
+    # WHEN its message arrives
+    clock.set(parse_rfc3339_ms("2026-11-22T09:10:00Z"))
+    result = services.executor.process(queue.sent[-1].message, "medium")
+    # THEN the run ends skipped at once (no waiting for a write that will never land)
+    assert result.action == "claimed"
+    run = _runs(api, job["job_id"])[0]
+    assert (run["status"], run["reason"]) == ("skipped", "job_paused")
+    assert effects == []
