@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.constants import PRIORITIES
+from shared.services.ticker import FAN_OUT_PARALLEL
 from shared.settings import Settings
 from shared.storage.schema import MAX_RECEIVE_COUNT
 
@@ -84,6 +85,8 @@ class AlarmConfig(_Frozen):
     start_lag_datapoints: int = Field(default=3, ge=1, le=60)
     dead_letter_messages: int = Field(default=1, ge=1)
     tick_errors: int = Field(default=1, ge=1)
+    # Failed or throttled dispatch invocations (per 5 minutes): each holds the tick's watermark.
+    dispatch_errors: int = Field(default=1, ge=1)
     api_5xx_per_5_minutes: int = Field(default=5, ge=1)
 
     @field_validator("email")
@@ -183,6 +186,18 @@ class EnvironmentConfig(_Frozen):
     api_timeout_seconds: int = Field(default=29, ge=3, le=29)
     api_memory_mb: int = Field(default=512, ge=128, le=10_240)
     tick_memory_mb: int = Field(default=512, ge=128, le=10_240)
+    # The dispatch function, which the tick invokes (synchronously) once per range of shards of
+    # each minute. 1769 MB is one full vCPU: a range is drained by 8 threads of SQS sends and
+    # conditional writes. Its timeout must leave the waiting tick time to take the answer.
+    dispatch_memory_mb: int = Field(default=1769, ge=128, le=10_240)
+    dispatch_timeout_seconds: int = Field(default=30, ge=10, le=300)
+    dispatch_shards_per_range: int = Field(default=1, ge=1, le=256)
+    # Reserved concurrency of the dispatch function, so busy workers can never starve a tick's
+    # fan-out. None: as many as the invocations one tick runs at once (its ranges, at most 32;
+    # with the defaults one per shard, 16). 0: unreserved, for an account whose concurrency
+    # quota is too small to reserve from (Lambda keeps 100 unreserved; the tick already reserves
+    # 1, so an account that cannot afford this also had to lower its quota-bound workers).
+    dispatch_reserved_concurrency: int | None = Field(default=None, ge=0, le=1000)
     worker_memory_mb: int = Field(default=1024, ge=128, le=10_240)
     tracing: bool = True
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
@@ -211,12 +226,23 @@ class EnvironmentConfig(_Frozen):
     def _consistent(self) -> EnvironmentConfig:
         if self.queue_visibility_seconds > SQS_MAX_VISIBILITY_SECONDS:
             raise ValueError("worker_timeout_seconds x 6 exceeds the 12 h SQS visibility limit")
+        if self.dispatch_timeout_seconds > self.tick_budget_seconds:
+            # The tick waits for each invocation: it must get the answer before its own timeout.
+            raise ValueError("dispatch_timeout_seconds must be within the tick's budget")
+        reserved = self.dispatch_reserved_concurrency
+        if reserved and reserved < self.dispatch_parallel_invocations:
+            # Throttled invokes count as errors and hold the watermark on every tick.
+            raise ValueError(
+                "dispatch_reserved_concurrency is below the invocations one tick runs at once "
+                f"({self.dispatch_parallel_invocations})"
+            )
         # The functions must accept what we hand them: validate with the runtime's own model.
         Settings(
             shards=self.shards,
             horizon_seconds=self.horizon_seconds,
             run_retention_days=self.run_retention_days,
             tick_budget_seconds=self.tick_budget_seconds,
+            dispatch_shards_per_range=self.dispatch_shards_per_range,
             tenant_source="context",
         )
         return self
@@ -235,6 +261,20 @@ class EnvironmentConfig(_Frozen):
     def tick_budget_seconds(self) -> float:
         """How long one tick may work: its timeout less a margin to finish cleanly."""
         return float(max(5, self.tick_timeout_seconds - 10))
+
+    @property
+    def dispatch_parallel_invocations(self) -> int:
+        """Dispatch invocations one tick runs at once: one per range of shards (at most 32)."""
+        ranges = -(-self.shards // self.dispatch_shards_per_range)
+        return min(ranges, FAN_OUT_PARALLEL)
+
+    @property
+    def dispatch_concurrency(self) -> int | None:
+        """The dispatch function's reserved concurrency (None: unreserved)."""
+        reserved = self.dispatch_reserved_concurrency
+        if reserved is None:
+            return self.dispatch_parallel_invocations
+        return reserved or None
 
     @property
     def destroy_on_delete(self) -> bool:

@@ -1,6 +1,6 @@
-"""One Punctual environment: tables, queues, the api/tick/worker functions, the tick rule, the
-worker's event sources, the REST API, alarms and a dashboard; each function allowed exactly the
-actions it uses on the resources it uses them on."""
+"""One Punctual environment: tables, queues, the api/tick/dispatch/worker functions, the tick
+rule, the worker's event sources, the REST API, alarms and a dashboard; each function allowed
+exactly the actions it uses on the resources it uses them on."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from shared import constants as c
 HANDLERS = {
     "api": "functions.api.handler.lambda_handler",
     "tick": "functions.tick.handler.lambda_handler",
+    "dispatch": "functions.dispatch.handler.lambda_handler",
     "worker": "functions.worker.handler.lambda_handler",
 }
 
@@ -116,14 +117,34 @@ class PunctualStack(Stack):
             timeout_seconds=config.api_timeout_seconds,
             memory_mb=config.api_memory_mb,
         )
+        # Invoked by the tick only, synchronously, once per range of shards of each minute: not
+        # retried by Lambda (a failed range keeps the tick's watermark; the next tick redoes it).
+        self.dispatch_fn = PunctualFunction(
+            self,
+            "Dispatch",
+            config=config,
+            code=code,
+            handler=HANDLERS["dispatch"],
+            description="Punctual dispatch: dispatches the due jobs of a range of shards",
+            environment=environment,
+            timeout_seconds=config.dispatch_timeout_seconds,
+            memory_mb=config.dispatch_memory_mb,
+            # Reserved (config `dispatch_reserved_concurrency`, default one per range a tick
+            # invokes at once) so workers cannot starve the fan-out; 0 in config: unreserved.
+            reserved_concurrency=config.dispatch_concurrency,
+        )
         self.tick_fn = PunctualFunction(
             self,
             "Tick",
             config=config,
             code=code,
             handler=HANDLERS["tick"],
-            description="Punctual tick: dispatches occurrences due within the horizon",
-            environment=environment,
+            description="Punctual tick: fans the due index out to the dispatch function",
+            environment={
+                **environment,
+                "PUNCTUAL_DISPATCH_FUNCTION": self.dispatch_fn.function.function_name,
+                "PUNCTUAL_DISPATCH_SHARDS_PER_RANGE": str(config.dispatch_shards_per_range),
+            },
             timeout_seconds=config.tick_timeout_seconds,
             memory_mb=config.tick_memory_mb,
             # One tick at a time; a late or failed tick is made up by the next one (its
@@ -163,6 +184,7 @@ class PunctualStack(Stack):
             functions=Functions(
                 api=self.api_fn.function,
                 tick=self.tick_fn.function,
+                dispatch=self.dispatch_fn.function,
                 worker=self.worker_fn.function,
             ),
             api=self.api.rest_api,
@@ -220,10 +242,19 @@ class PunctualStack(Stack):
             _statement("Dispatch", ("sqs:SendMessage",), work),
             _statement("QueueDepths", ("sqs:GetQueueAttributes",), work + dead),
         )
+        # The tick and the dispatch function run the same code over the due index (the tick
+        # reads and moves its watermark, and drains in-process when not fanned out): the same
+        # grants. The tick may also invoke the dispatch function, and nothing else.
+        for fn in (self.tick_fn, self.dispatch_fn):
+            fn.add_to_policy(
+                _statement("JobsItems", TICK_JOBS_ACTIONS, [jobs.table.table_arn]),
+                _statement("DueIndex", ("dynamodb:Query",), [jobs.index_arn(c.DUE_INDEX)]),
+                _statement("Dispatch", ("sqs:SendMessage",), work),
+            )
         self.tick_fn.add_to_policy(
-            _statement("JobsItems", TICK_JOBS_ACTIONS, [jobs.table.table_arn]),
-            _statement("DueIndex", ("dynamodb:Query",), [jobs.index_arn(c.DUE_INDEX)]),
-            _statement("Dispatch", ("sqs:SendMessage",), work),
+            _statement(
+                "FanOut", ("lambda:InvokeFunction",), [self.dispatch_fn.function.function_arn]
+            )
         )
         self.worker_fn.add_to_policy(
             *_table_statements("Tables", [jobs, runs], DDB_READ + DDB_WRITE),
@@ -270,3 +301,4 @@ class PunctualStack(Stack):
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
         CfnOutput(self, "DashboardName", value=f"punctual-{self.config.name}")
         CfnOutput(self, "WorkerFunctionName", value=self.worker_fn.function.function_name)
+        CfnOutput(self, "DispatchFunctionName", value=self.dispatch_fn.function.function_name)

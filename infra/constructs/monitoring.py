@@ -40,6 +40,7 @@ class Functions:
 
     api: lambda_.Function
     tick: lambda_.Function
+    dispatch: lambda_.Function
     worker: lambda_.Function
 
 
@@ -89,6 +90,7 @@ class Monitoring(Construct):
         self._queue_alarms(queues)
         self._start_lag_alarm()
         self._tick_alarms(functions.tick)
+        self._dispatch_alarm(functions.dispatch)
         self._api_alarm(api)
         self.dashboard = self._dashboard(queues, functions, api)
 
@@ -188,6 +190,28 @@ class Monitoring(Construct):
             missing=cw.TreatMissingData.BREACHING,
         )
 
+    def _dispatch_alarm(self, dispatch: lambda_.Function) -> None:
+        # A throttled invoke is no function error, yet the tick counts it as a failed range.
+        self._alarm(
+            "dispatch-errors",
+            description=(
+                "Dispatch invocations failed or were throttled: their ranges are retried by the "
+                "next tick, so occurrences may start late."
+            ),
+            metric=cw.MathExpression(
+                expression="errors + throttles",
+                using_metrics={
+                    "errors": dispatch.metric_errors(period=FIVE_MINUTES, statistic="Sum"),
+                    "throttles": dispatch.metric_throttles(period=FIVE_MINUTES, statistic="Sum"),
+                },
+                period=FIVE_MINUTES,
+                label="dispatch errors and throttles",
+            ),
+            threshold=self.config.alarms.dispatch_errors,
+            comparison=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+        )
+
     def _api_alarm(self, api: apigw.RestApi) -> None:
         self._alarm(
             "api-5xx",
@@ -242,6 +266,12 @@ class Monitoring(Construct):
                     app_metric("RunsSkipped", "Sum").with_(label="skipped"),
                     app_metric("DuplicatesPrevented", "Sum").with_(label="duplicates prevented"),
                     functions.tick.metric_errors(period=ONE_MINUTE).with_(label="tick errors"),
+                    functions.dispatch.metric_errors(period=ONE_MINUTE).with_(
+                        label="dispatch errors"
+                    ),
+                    functions.dispatch.metric_throttles(period=ONE_MINUTE).with_(
+                        label="dispatch throttles"
+                    ),
                     functions.worker.metric_errors(period=ONE_MINUTE).with_(label="worker errors"),
                     api.metric_server_error(period=ONE_MINUTE).with_(label="API 5xx"),
                 ],
@@ -280,6 +310,9 @@ class Monitoring(Construct):
                 title="Tick and run duration (ms)",
                 left=[
                     app_metric("TickDurationMs", "Maximum").with_(label="tick duration max"),
+                    functions.dispatch.metric_duration(
+                        period=ONE_MINUTE, statistic="Maximum"
+                    ).with_(label="dispatch duration max"),
                     app_metric("RunDurationMs", "p50").with_(label="run duration p50"),
                     app_metric("RunDurationMs", "p99").with_(label="run duration p99"),
                 ],

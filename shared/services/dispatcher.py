@@ -5,7 +5,10 @@ twice, never zero times; the worker's conditional claim absorbs the duplicate.""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from shared.clock import format_ms
 from shared.models.job import JobState, JobStatus
@@ -23,6 +26,13 @@ from shared.storage.jobs import JobStore
 MAX_OCCURRENCES_PER_PASS = 2_000
 # How far a misfire scan walks one by one before it jumps to the present.
 MAX_MISFIRE_SCAN = 10_000
+
+
+MapFn = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
+
+
+def _serial_map(fn: Callable[[Any], Any], items: Iterable[Any]) -> Iterable[Any]:
+    return map(fn, items)
 
 
 @dataclass(frozen=True)
@@ -89,34 +99,34 @@ class Dispatcher:
             t = schedule.next_at_or_after(t + 1)
         return Advance(sent=sent, skipped=plan.skipped, next_fire_at_ms=t), not_before
 
-    def send_due(
-        self, state: JobState, now_ms: int, until_ms: int, *, commits_version: int | None = None
-    ) -> Advance:
-        """Send the occurrences due up to until_ms; nothing is committed here. The write that
-        follows will commit `commits_version` (default: the version read, plus one)."""
-        after_version = state.version + 1 if commits_version is None else commits_version
+    def _prepare(
+        self, state: JobState, now_ms: int, until_ms: int, after_version: int
+    ) -> tuple[Advance, list[Outgoing]]:
+        """The plan for one job and the messages it sends; nothing is sent here."""
         advance, not_before = self.plan(state, now_ms, until_ms)
+        outgoing = [
+            Outgoing(
+                RunMessage(
+                    job_id=state.job_id,
+                    tenant_id=state.tenant_id,
+                    run_id=scheduled_run_id(scheduled),
+                    scheduled_for=scheduled,
+                    schedule_version=state.schedule_version,
+                    trigger=RunTrigger.SCHEDULE,
+                    not_before=nb,
+                    timeout_seconds=state.timeout_seconds,
+                    after_version=after_version,
+                    dispatched_at=now_ms,
+                ),
+                sqs_delay_seconds(nb, now_ms),
+            )
+            for scheduled, nb in zip(advance.sent, not_before, strict=True)
+        ]
+        return advance, outgoing
+
+    def _observe(self, state: JobState, advance: Advance, now_ms: int) -> None:
         if advance.sent:
-            outgoing = [
-                Outgoing(
-                    RunMessage(
-                        job_id=state.job_id,
-                        tenant_id=state.tenant_id,
-                        run_id=scheduled_run_id(scheduled),
-                        scheduled_for=scheduled,
-                        schedule_version=state.schedule_version,
-                        trigger=RunTrigger.SCHEDULE,
-                        not_before=nb,
-                        timeout_seconds=state.timeout_seconds,
-                        after_version=after_version,
-                        dispatched_at=now_ms,
-                    ),
-                    sqs_delay_seconds(nb, now_ms),
-                )
-                for scheduled, nb in zip(advance.sent, not_before, strict=True)
-            ]
-            self._queue.send(state.priority.value, outgoing)
-            count("OccurrencesDispatched", len(outgoing))
+            count("OccurrencesDispatched", len(advance.sent))
             for scheduled in advance.sent:
                 milliseconds("TriggerLagMs", now_ms - scheduled)
         if advance.skipped:
@@ -129,6 +139,17 @@ class Dispatcher:
                     "policy": state.misfire.value,
                 },
             )
+
+    def send_due(
+        self, state: JobState, now_ms: int, until_ms: int, *, commits_version: int | None = None
+    ) -> Advance:
+        """Send the occurrences due up to until_ms; nothing is committed here. The write that
+        follows will commit `commits_version` (default: the version read, plus one)."""
+        after_version = state.version + 1 if commits_version is None else commits_version
+        advance, outgoing = self._prepare(state, now_ms, until_ms, after_version)
+        if outgoing:
+            self._queue.send(state.priority.value, outgoing)
+        self._observe(state, advance, now_ms)
         return advance
 
     def send_now(
@@ -170,9 +191,55 @@ class Dispatcher:
         )
 
     def dispatch(self, state: JobState, now_ms: int, until_ms: int) -> bool:
-        """Tick path: send what is due, then commit with one conditional update.
+        """Tick path for one job: send what is due, then commit with one conditional update.
         Returns False when a concurrent writer changed the job (the send may be a duplicate)."""
         advance = self.send_due(state, now_ms, until_ms)
+        return self._commit(state, advance, now_ms)
+
+    def dispatch_many(
+        self,
+        states: Sequence[JobState],
+        now_ms: int,
+        until_ms: int,
+        map_fn: MapFn = _serial_map,
+    ) -> list[bool | None]:
+        """Tick path for a batch of jobs: the messages of all of them go out together (ten to
+        an SQS request, whatever job they belong to), then each job is committed (through
+        map_fn, e.g. a thread pool's map). Per job: True committed, False lost to a concurrent
+        writer, None failed (logged; nothing of it committed, the next tick sends it again)."""
+        prepared: list[tuple[JobState, Advance, list[Outgoing]] | None] = []
+        for state in states:
+            try:
+                prepared.append((state, *self._prepare(state, now_ms, until_ms, state.version + 1)))
+            except Exception:  # noqa: BLE001 - one bad job must not stop the others; logged.
+                logger.exception("dispatch_failed", extra={"job_id": state.job_id})
+                prepared.append(None)
+        by_priority: dict[str, list[Outgoing]] = defaultdict(list)
+        for entry in prepared:
+            if entry is not None:
+                by_priority[entry[0].priority.value].extend(entry[2])
+        failed: set[str] = set()
+        for priority, outgoing in by_priority.items():
+            try:
+                self._queue.send(priority, outgoing)
+            except Exception:  # noqa: BLE001 - those jobs stay due; the next tick resends.
+                logger.exception("dispatch_send_failed", extra={"priority": priority})
+                failed.add(priority)
+
+        def commit(entry: tuple[JobState, Advance, list[Outgoing]] | None) -> bool | None:
+            if entry is None or entry[0].priority.value in failed:
+                return None
+            state, advance, _ = entry
+            self._observe(state, advance, now_ms)
+            try:
+                return self._commit(state, advance, now_ms)
+            except Exception:  # noqa: BLE001 - as above: logged, retried by the next tick.
+                logger.exception("dispatch_failed", extra={"job_id": state.job_id})
+                return None
+
+        return list(map_fn(commit, prepared))
+
+    def _commit(self, state: JobState, advance: Advance, now_ms: int) -> bool:
         if advance.next_fire_at_ms is None and not advance.sent:
             # Nothing left and nothing in flight from this pass (e.g. the last occurrences
             # were skipped misfires): the job is complete now.

@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from shared.clock import Clock
 from shared.models.job import JobState
 from shared.observability import logger, milliseconds
-from shared.services.dispatcher import Dispatcher
+from shared.services.dispatcher import Dispatcher, MapFn
 from shared.settings import Settings
 from shared.storage import keys
 from shared.storage.jobs import JobStore
@@ -171,24 +171,33 @@ class Ticker:
         self._fan_out = fan_out
         self._shards_per_range = shards_per_range
 
-    def _dispatch_one(self, state: JobState, until_ms: int) -> ShardResult:
-        try:
-            committed = self._dispatcher.dispatch(state, self._clock.now_ms(), until_ms)
-        except Exception:  # noqa: BLE001 - one bad job must not stop the others; logged.
-            logger.exception("dispatch_failed", extra={"job_id": state.job_id})
-            return ShardResult(errors=1)
-        # A lost commit: a concurrent writer moved the job; re-query the bucket next tick.
-        return ShardResult(dispatched=1, lost=0 if committed else 1)
+    def _dispatch_chunk(
+        self, states: list[JobState], until_ms: int, map_fn: MapFn | None = None
+    ) -> ShardResult:
+        """Dispatch a chunk of due jobs together: their messages share SQS requests."""
+        outcomes = self._dispatcher.dispatch_many(
+            states, self._clock.now_ms(), until_ms, **({"map_fn": map_fn} if map_fn else {})
+        )
+        result = ShardResult()
+        for committed in outcomes:
+            if committed is None:
+                result.errors += 1
+            else:
+                result.dispatched += 1
+                # A lost commit: a concurrent writer moved the job; re-query next tick.
+                result.lost += 0 if committed else 1
+        return result
 
     def _due(self, minute_ms: int, shard: int, until_ms: int) -> Iterator[JobState]:
         bucket = f"{keys.bucket_name(minute_ms)}#{shard:02d}"
         return self._jobs.query_due(bucket, until_ms)
 
     def _drain_shard(self, minute_ms: int, shard: int, until_ms: int) -> ShardResult:
-        """Dispatch every due job in one bucket shard, one after the other."""
+        """Dispatch every due job in one bucket shard, a chunk at a time."""
         result = ShardResult()
-        for state in self._due(minute_ms, shard, until_ms):
-            result.add(self._dispatch_one(state, until_ms))
+        due = self._due(minute_ms, shard, until_ms)
+        while chunk := list(islice(due, DRAIN_CHUNK)):
+            result.add(self._dispatch_chunk(chunk, until_ms))
         return result
 
     def _drain_range(self, work: DispatchRange) -> ShardResult:
@@ -209,8 +218,7 @@ class Ticker:
                     if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
                         result.stopped = True
                         return result
-                    for one in pool.map(lambda s: self._dispatch_one(s, work.until_ms), chunk):
-                        result.add(one)
+                    result.add(self._dispatch_chunk(chunk, work.until_ms, pool.map))
         return result
 
     def ranges(self, minute_ms: int, until_ms: int) -> list[DispatchRange]:

@@ -77,6 +77,11 @@ def test_config_overrides_merge_deeply_from_json() -> None:
         {"api": {"api_key_tenants": ["acme"]}},
         {"targets": {"sqs_queue_arns": ["*"]}},
         {"queues": {"high": {"max_concurrency": 1}}},
+        {"dispatch_shards_per_range": 0},
+        # the waiting tick would time out before the answer (its budget is 60 - 10 s)
+        {"dispatch_timeout_seconds": 55},
+        # fewer than the 16 invocations a tick runs at once: some would always be throttled
+        {"dispatch_reserved_concurrency": 8},
         {"unknown_field": 1},
     ],
 )
@@ -130,3 +135,14 @@ def test_config_from_cdk_context_with_alarm_email_shorthand() -> None:
     config = load_config("prod", _overrides(app, "prod"))
     assert config.alarms.email == "ops@example.com"
     assert config.shards == 32
+
+
+def test_config_dispatch_concurrency_follows_the_fan_out() -> None:
+    # GIVEN the defaults / THEN one reserved dispatch invocation per range a tick runs at once
+    assert load_config("prod").dispatch_concurrency == 16
+    assert load_config("prod", {"dispatch_shards_per_range": 5}).dispatch_concurrency == 4
+    # ... at most the 32 a tick invokes in parallel
+    assert load_config("prod", {"shards": 64}).dispatch_concurrency == 32
+    # AND an explicit reservation is kept, 0 leaving the function unreserved
+    assert load_config("prod", {"dispatch_reserved_concurrency": 40}).dispatch_concurrency == 40
+    assert load_config("prod", {"dispatch_reserved_concurrency": 0}).dispatch_concurrency is None

@@ -81,14 +81,14 @@ def test_iam_no_wildcard_action_anywhere(with_targets: Synth) -> None:
                 assert "*" not in action, action
 
 
-@pytest.mark.parametrize("role", ["Api", "Tick", "Worker"])
+@pytest.mark.parametrize("role", ["Api", "Tick", "Dispatch", "Worker"])
 def test_iam_only_xray_is_granted_on_star(dev: Synth, role: str) -> None:
     for statement in policy_statements(dev, f"{role}RoleDefaultPolicy"):
         if "*" in _resources(statement):
             assert _actions(statement) == XRAY
 
 
-@pytest.mark.parametrize("role", ["Api", "Tick", "Worker"])
+@pytest.mark.parametrize("role", ["Api", "Tick", "Dispatch", "Worker"])
 def test_iam_functions_write_only_their_own_log_group(dev: Synth, role: str) -> None:
     grants = _grants(dev, role)
     logs = grants["logs:CreateLogStream"]
@@ -121,17 +121,44 @@ def test_iam_api_permissions(dev: Synth) -> None:
     assert _arn_ids(_resources(grants["QueueDepths"])) == ids.work | ids.dead
 
 
-def test_iam_tick_permissions(dev: Synth) -> None:
-    ids = Ids(dev)
-    grants = _grants(dev, "Tick")
-    assert set(grants) == {"logs:CreateLogStream", "xray:PutTelemetryRecords", "JobsItems",
-                           "DueIndex", "Dispatch"}  # fmt: skip
+def _dispatch_function_id(synthed: Synth) -> str:
+    (fn_id,) = (
+        k
+        for k, f in synthed.resources("AWS::Lambda::Function").items()
+        if f["Properties"]["Handler"] == "functions.dispatch.handler.lambda_handler"
+    )
+    return fn_id
+
+
+def _assert_due_index_grants(grants: dict[str, dict[str, Any]], ids: Ids) -> None:
     # The jobs table only (never runs), and no BatchGetItem
     assert _actions(grants["JobsItems"]) == ITEM_ACTIONS - {"dynamodb:BatchGetItem"}
     assert _arn_ids(_resources(grants["JobsItems"])) == {ids.jobs}
     assert _index_arns(_resources(grants["DueIndex"])) == {(ids.jobs, f"/index/{c.DUE_INDEX}")}
     assert _actions(grants["Dispatch"]) == {"sqs:SendMessage"}
     assert _arn_ids(_resources(grants["Dispatch"])) == ids.work
+
+
+def test_iam_tick_permissions(dev: Synth) -> None:
+    ids = Ids(dev)
+    grants = _grants(dev, "Tick")
+    assert set(grants) == {"logs:CreateLogStream", "xray:PutTelemetryRecords", "JobsItems",
+                           "DueIndex", "Dispatch", "FanOut"}  # fmt: skip
+    _assert_due_index_grants(grants, ids)
+    # AND it may invoke the dispatch function, that one only
+    assert _actions(grants["FanOut"]) == {"lambda:InvokeFunction"}
+    assert _resources(grants["FanOut"]) == [{"Fn::GetAtt": [_dispatch_function_id(dev), "Arn"]}]
+
+
+def test_iam_dispatch_permissions_are_the_ticks_without_invoke(dev: Synth) -> None:
+    ids = Ids(dev)
+    grants = _grants(dev, "Dispatch")
+    assert set(grants) == {"logs:CreateLogStream", "xray:PutTelemetryRecords", "JobsItems",
+                           "DueIndex", "Dispatch"}  # fmt: skip
+    _assert_due_index_grants(grants, ids)
+    tick = _grants(dev, "Tick")
+    for sid in ("JobsItems", "DueIndex", "Dispatch"):
+        assert grants[sid] == tick[sid]
 
 
 def test_iam_worker_permissions(dev: Synth) -> None:
@@ -154,9 +181,15 @@ def test_iam_worker_permissions(dev: Synth) -> None:
 
 
 def test_iam_user_targets_denied_by_default(prod: Synth) -> None:
-    # GIVEN no allow-list / THEN no function may publish, put events or invoke anything
-    for policy in prod.resources("AWS::IAM::Policy").values():
+    # GIVEN no allow-list / THEN no function may publish, put events or invoke anything but the
+    # tick its dispatch function
+    fan_out = {"Fn::GetAtt": [_dispatch_function_id(prod), "Arn"]}
+    for logical_id, policy in prod.resources("AWS::IAM::Policy").items():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if statement.get("Sid") == "FanOut":
+                assert logical_id.startswith("TickRoleDefaultPolicy")
+                assert _resources(statement) == [fan_out]
+                continue
             for action in _actions(statement):
                 assert action.split(":")[0] not in {"sns", "events", "lambda", "kms"}, action
 
@@ -176,6 +209,6 @@ def test_iam_user_targets_granted_to_the_worker_only(with_targets: Synth) -> Non
     for sid, (actions, arns) in expected.items():
         assert _actions(grants[sid]) == actions
         assert _resources(grants[sid]) == list(arns)
-    # AND the api and tick do not
-    for role in ("Api", "Tick"):
+    # AND the other functions do not
+    for role in ("Api", "Tick", "Dispatch"):
         assert not set(_grants(with_targets, role)) & set(expected)

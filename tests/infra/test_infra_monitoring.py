@@ -26,7 +26,7 @@ def _topic_id(synthed: Synth) -> str:
 def test_monitoring_every_alarm_notifies_the_topic(dev: Synth) -> None:
     topic = {"Ref": _topic_id(dev)}
     alarms = _alarms(dev)
-    assert len(alarms) == 3 + 3 + 1 + 2 + 1
+    assert len(alarms) == 3 + 3 + 1 + 2 + 1 + 1
     for name, alarm in alarms.items():
         assert alarm["AlarmActions"] == [topic], name
         assert alarm["OKActions"] == [topic], name
@@ -81,6 +81,25 @@ def test_monitoring_tick_errors_and_absence(dev: Synth) -> None:
     missing = alarms["punctual-dev-tick-missing"]
     assert missing["MetricName"] == "Invocations"
     assert missing["TreatMissingData"] == "breaching"
+
+
+def test_monitoring_dispatch_errors_and_throttles(dev: Synth) -> None:
+    # GIVEN the dispatch alarm
+    alarm = _alarms(dev)["punctual-dev-dispatch-errors"]
+    # THEN it adds the dispatch function's errors and throttles (both fail a tick's range)
+    by_id = {m["Id"]: m for m in alarm["Metrics"]}
+    (expression,) = (m["Expression"] for m in alarm["Metrics"] if "Expression" in m)
+    assert expression == "errors + throttles"
+    for metric_id, name in (("errors", "Errors"), ("throttles", "Throttles")):
+        stat = by_id[metric_id]["MetricStat"]
+        assert stat["Metric"]["Namespace"] == "AWS/Lambda"
+        assert stat["Metric"]["MetricName"] == name
+        assert (stat["Stat"], stat["Period"]) == ("Sum", 300)
+        fn_id = stat["Metric"]["Dimensions"][0]["Value"]["Ref"]
+        handler = dev.template_json["Resources"][fn_id]["Properties"]["Handler"]
+        assert handler.startswith("functions.dispatch.")
+    assert alarm["Threshold"] == dev.stack.config.alarms.dispatch_errors == 1
+    assert alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
 
 
 def test_monitoring_api_5xx(dev: Synth) -> None:

@@ -137,6 +137,29 @@ def test_wiring_function_settings_point_at_created_resources(deployed: Deployed,
     assert settings.aws_region == MOTO_REGION
 
 
+def test_wiring_tick_fans_out_to_the_created_dispatch_function(deployed: Deployed) -> None:
+    from shared.services.ticker import LambdaFanOut
+
+    # GIVEN the tick's and the dispatch function's settings as CloudFormation resolved them
+    tick = _settings(deployed, HANDLERS["tick"])
+    dispatch = _settings(deployed, HANDLERS["dispatch"])
+    # THEN the tick names the created dispatch function, with the configured range size
+    function = deployed.lambda_.get_function(FunctionName=tick.dispatch_function)["Configuration"]
+    assert function["Handler"] == HANDLERS["dispatch"]
+    assert deployed.outputs["DispatchFunctionName"] == tick.dispatch_function
+    config = deployed.synthed.stack.config
+    assert tick.dispatch_shards_per_range == config.dispatch_shards_per_range
+    # AND the dispatch function drains what it is handed, never fanning out again
+    assert dispatch.dispatch_function == ""
+    # AND the tick built from those settings invokes it, one range per shard
+    services = build_services(settings=tick, clients=AwsClients(tick))
+    fan_out = services.ticker._fan_out  # private: the wiring under test
+    assert isinstance(fan_out, LambdaFanOut)
+    assert fan_out._function == tick.dispatch_function
+    assert len(services.ticker.ranges(0, 0)) == config.shards
+    assert build_services(settings=dispatch, clients=AwsClients(dispatch)).ticker._fan_out is None
+
+
 def test_wiring_worker_consumes_every_queue_by_priority(deployed: Deployed) -> None:
     from functions.worker.handler import priority_of
 

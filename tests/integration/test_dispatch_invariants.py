@@ -10,7 +10,7 @@ import pytest
 
 from functions.worker.handler import lambda_handler as worker
 from shared.clock import format_ms, parse_rfc3339_ms
-from shared.services.container import Services
+from shared.services.container import Services, build_services, set_services
 from shared.storage import keys
 from support.api import Api
 from support.fakes import MemoryQueue, bodies, pump
@@ -366,3 +366,32 @@ def test_dispatch_end_at_completes_the_job(services, queue, clock, effects, lamb
     # THEN four runs and the job is completed
     assert len(effects) == 4
     assert api.get(f"/v1/jobs/{job['job_id']}").body["status"] == "completed"
+
+
+def test_dispatch_tick_sends_many_jobs_together(
+    services, queue, clock, effects, lambda_context, monkeypatch, handlers
+):
+    # GIVEN thirty jobs due in the same minute, in one shard
+    one_shard = services.settings.model_copy(update={"shards": 1})
+    single = build_services(
+        settings=one_shard,
+        clients=services.clients,
+        clock=clock,
+        queue=queue,
+        handlers=handlers,
+    )
+    set_services(single)
+    api = Api(lambda_context)
+    for i in range(30):
+        _create(api, f"at(2026-11-22T09:10:{i:02d}Z)", name=f"batch-{i}")
+    clock.set(parse_rfc3339_ms("2026-11-22T09:08:30Z"))
+    sends: list[int] = []
+    real_send = queue.send
+    monkeypatch.setattr(queue, "send", lambda p, out: (sends.append(len(out)), real_send(p, out)))
+    # WHEN one tick dispatches them
+    single.ticker.tick()
+    # THEN their thirty messages went out in one send (three SQS batches of ten), not thirty
+    assert sends == [30]
+    clock.set(parse_rfc3339_ms("2026-11-22T09:10:30Z"))
+    pump(queue, worker, lambda_context)
+    assert len(effects) == 30
