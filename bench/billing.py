@@ -81,20 +81,36 @@ def _index_key(item: Item | None, keys: Sequence[str]) -> tuple[Any, ...] | None
     return tuple(tuple(sorted(item[k].items())) for k in keys)
 
 
-def gsi_writes(before: Item | None, after: Item | None, keys: Sequence[str]) -> list[int]:
-    """Write units a GSI (projection ALL, key attributes `keys`) bills for one base write: one
-    entry per index write (put, delete, or update of projected attributes)."""
+def project(item: Item | None, projected: Sequence[str] | None) -> Item | None:
+    """The index entry of an item: every attribute (projection ALL, `projected` None), or only
+    the listed ones (KEYS_ONLY: the table and index keys; INCLUDE: those plus the named)."""
+    if item is None or projected is None:
+        return item
+    return {k: v for k, v in item.items() if k in projected}
+
+
+def gsi_writes(
+    before: Item | None,
+    after: Item | None,
+    keys: Sequence[str],
+    projected: Sequence[str] | None = None,
+) -> list[int]:
+    """Write units a GSI (key attributes `keys`; projection ALL when `projected` is None, else
+    only those attributes) bills for one base write: one entry per index write (put, delete,
+    or an update of a projected attribute). A write that leaves the index entry as it was
+    bills nothing."""
     old_key, new_key = _index_key(before, keys), _index_key(after, keys)
+    old, new = project(before, projected), project(after, projected)
     if old_key is None and new_key is None:
         return []
     if old_key is None:
-        return [write_units(item_size(after))]
+        return [write_units(item_size(new))]
     if new_key is None:
-        return [write_units(item_size(before))]
+        return [write_units(item_size(old))]
     if old_key != new_key:
-        return [write_units(item_size(before)), write_units(item_size(after))]
-    if dict(before or {}) != dict(after or {}):
-        return [write_units(item_size(after))]
+        return [write_units(item_size(old)), write_units(item_size(new))]
+    if dict(old or {}) != dict(new or {}):
+        return [write_units(item_size(new))]
     return []
 
 

@@ -54,6 +54,8 @@ class Charge:
 class _Schema:
     keys: list[str]
     indexes: dict[str, list[str]]
+    # Attributes each index holds: None for projection ALL.
+    projected: dict[str, list[str] | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,7 +150,17 @@ class Meter:
                 gsi["IndexName"]: [k["AttributeName"] for k in gsi["KeySchema"]]
                 for gsi in desc.get("GlobalSecondaryIndexes", [])
             }
-            self._schemas[table] = _Schema(keys, indexes)
+            projected: dict[str, list[str] | None] = {}
+            for gsi in desc.get("GlobalSecondaryIndexes", []):
+                projection = gsi.get("Projection", {})
+                kind = projection.get("ProjectionType", "ALL")
+                index_keys = [k["AttributeName"] for k in gsi["KeySchema"]]
+                projected[gsi["IndexName"]] = (
+                    None
+                    if kind == "ALL"
+                    else [*keys, *index_keys, *projection.get("NonKeyAttributes", [])]
+                )
+            self._schemas[table] = _Schema(keys, indexes, projected)
         return self._schemas[table]
 
     def _key_of(self, table: str, item: dict[str, Any]) -> dict[str, Any]:
@@ -244,7 +256,8 @@ class Meter:
             if not ok:
                 continue  # a failed condition writes no index entry
             for index, keys in self._schema(table).indexes.items():
-                for units_ in billing.gsi_writes(before, after, keys):
+                projected = self._schema(table).projected.get(index)
+                for units_ in billing.gsi_writes(before, after, keys, projected):
                     self._charge(
                         info,
                         target=f"{table}/{index}",

@@ -107,3 +107,25 @@ def test_billing_percentile_is_nearest_rank():
     assert billing.percentile(values, 99) == 99
     assert billing.percentile(values, 100) == 100
     assert billing.percentile([], 50) is None
+
+
+def test_gsi_writes_keys_only_index_ignores_unprojected_changes() -> None:
+    # GIVEN a keys-only index on (tenant_id, list_key) over a table keyed (pk, sk)
+    from bench.billing import gsi_writes
+
+    keys = ["tenant_id", "list_key"]
+    projected = ["pk", "sk", "tenant_id", "list_key"]
+    before = {
+        "pk": {"S": "JOB#1"},
+        "sk": {"S": "STATE"},
+        "tenant_id": {"S": "t"},
+        "list_key": {"S": "1#1"},
+        "version": {"N": "1"},
+    }
+    after = {**before, "version": {"N": "2"}}
+    # WHEN only an unprojected attribute changes
+    # THEN the keys-only index bills nothing, while an ALL index bills one write
+    assert gsi_writes(before, after, keys, projected) == []
+    assert gsi_writes(before, after, keys) == [1]
+    # AND creating the item writes its (small) index entry once
+    assert gsi_writes(None, after, keys, projected) == [1]
