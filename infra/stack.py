@@ -201,6 +201,7 @@ class PunctualStack(Stack):
             "PUNCTUAL_HORIZON_SECONDS": str(config.horizon_seconds),
             "PUNCTUAL_RUN_RETENTION_DAYS": str(config.run_retention_days),
             "PUNCTUAL_TICK_BUDGET_SECONDS": str(config.tick_budget_seconds),
+            "PUNCTUAL_DISPATCH_TIMEOUT_SECONDS": str(config.dispatch_timeout_seconds),
             "PUNCTUAL_TENANT_SOURCE": "context",
             # Settings defaults to us-east-1: point the clients at the deployment's region.
             "PUNCTUAL_AWS_REGION": Aws.REGION,

@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     max_jobs_per_tenant: int = Field(default=10_000, ge=1)
     fire_all_cap: int = Field(default=100, ge=1, le=10_000)
     tick_budget_seconds: float = Field(default=50.0, gt=0)
+    # The longest one fanned-out dispatch invocation may take: the tick starts no minute that
+    # could run past its budget.
+    dispatch_timeout_seconds: float = Field(default=30.0, gt=0)
     # Name or ARN of the dispatch function the tick fans out to (one synchronous invoke per
     # range of shards); empty: the tick drains every shard in-process (local runtime, tests).
     dispatch_function: str = ""

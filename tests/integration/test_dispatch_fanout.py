@@ -232,3 +232,23 @@ def test_split_shards_covers_every_shard_once():
         covered = [s for start, end in pairs for s in range(start, end)]
         assert covered == list(range(shards))
         assert all(end - start <= per for start, end in pairs)
+
+
+def test_ticker_fan_out_starts_no_minute_that_could_overrun_its_budget(services, clock):
+    # GIVEN a fan-out whose every minute takes the full 30 s dispatch timeout, and a 50 s budget
+    calls: list[int] = []
+
+    def slow_fan_out(ranges):
+        calls.append(ranges[0].minute_ms)
+        clock.advance(30)
+        return [ShardResult() for _ in ranges]
+
+    ticker = Ticker(
+        services.jobs, services.dispatcher, services.settings, clock, fan_out=slow_fan_out
+    )
+    # WHEN a tick runs over several minutes of the due index
+    report = ticker.tick()
+    # THEN it stops before a minute that could end past its budget, and says so
+    assert len(calls) == 1
+    assert report.out_of_time
+    assert (clock.now_ms() - report.now_ms) / 1000 <= services.settings.tick_budget_seconds
