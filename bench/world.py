@@ -72,6 +72,12 @@ class BenchClock:
             self.held_ms.append(round(seconds * 1000))
             self._clock.advance(seconds)
 
+    def sleep_until(self, ms: int) -> None:
+        held = ms - self._clock.now_ms()
+        if held > 0:
+            self.held_ms.append(held)
+        self._clock.sleep_until(ms)
+
 
 @contextmanager
 def fast_moto() -> Iterator[None]:

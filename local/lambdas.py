@@ -2,8 +2,8 @@
 
 On AWS each function instance handles one event at a time. Here several threads share one
 process, so the runtime keeps the handlers' module-level state apart: the API (its resolver
-holds the current event) runs one request at a time, and each worker thread gets its own
-batch processor."""
+holds the current event) runs one request at a time; the worker builds a batch processor per
+invocation, so its batches can run side by side."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
-
-from aws_lambda_powertools.utilities.batch import BatchProcessor
+from typing import Any
 
 import functions.worker.handler as worker_module
 from functions.api.handler import lambda_handler as api_handler
@@ -53,34 +51,6 @@ class LocalContext:
         return max(0, int(left * 1000))
 
 
-class _PerThreadProcessor:
-    """Stands in for the worker's module-level BatchProcessor, which keeps the batch it is
-    processing in its attributes: every thread gets a processor of its own."""
-
-    def __init__(self, template: BatchProcessor) -> None:
-        self._event_type = template.event_type
-        self._local = threading.local()
-
-    def _current(self) -> BatchProcessor:
-        processor: BatchProcessor | None = getattr(self._local, "processor", None)
-        if processor is None:
-            processor = BatchProcessor(event_type=self._event_type)
-            self._local.processor = processor
-        return processor
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._current()(*args, **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._current(), name)
-
-
-def _isolate_worker_batches() -> None:
-    if not isinstance(worker_module.processor, _PerThreadProcessor):
-        proxy = _PerThreadProcessor(worker_module.processor)
-        worker_module.processor = cast(BatchProcessor, proxy)
-
-
 def scheduled_event() -> dict[str, Any]:
     """The event an EventBridge schedule rule sends."""
     return {
@@ -98,9 +68,6 @@ def scheduled_event() -> dict[str, Any]:
 
 class LocalLambdas:
     """Invokes the real handlers: API (one request at a time), tick and worker."""
-
-    def __init__(self) -> None:
-        _isolate_worker_batches()
 
     def api(self, event: dict[str, Any]) -> dict[str, Any]:
         """One API Gateway REST proxy event -> the proxy result."""

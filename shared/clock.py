@@ -19,6 +19,10 @@ class Clock(Protocol):
         """Wait; a test clock advances instead."""
         ...
 
+    def sleep_until(self, ms: int) -> None:
+        """Wait until the epoch-ms moment `ms` (no wait if it has passed)."""
+        ...
+
 
 class SystemClock:
     """The real clock."""
@@ -31,6 +35,10 @@ class SystemClock:
         """Sleep for real."""
         if seconds > 0:
             time.sleep(seconds)
+
+    def sleep_until(self, ms: int) -> None:
+        """Sleep for real until `ms`."""
+        self.sleep((ms - self.now_ms()) / 1000)
 
 
 class ManualClock:
@@ -59,6 +67,12 @@ class ManualClock:
         """Advance instead of waiting."""
         if seconds > 0:
             self.advance(seconds)
+
+    def sleep_until(self, ms: int) -> None:
+        """Move to `ms` unless time is already past it (threads waiting for the same moment
+        share it: time does not add up)."""
+        with self._lock:
+            self._now = max(self._now, ms)
 
 
 def ms_to_datetime(ms: int) -> datetime:

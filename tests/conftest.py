@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -64,6 +65,32 @@ def handlers() -> HandlerRegistry:
     for name in default_registry.names():
         registry.register(name, default_registry.get(name))
     return registry
+
+
+_DYNAMODB_LOCK = threading.Lock()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _serialized_moto_dynamodb() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        serialize_moto_dynamodb(patch)
+        yield
+
+
+def serialize_moto_dynamodb(monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto applies a conditional UpdateItem attribute by attribute, without a lock, so two
+    threads can both pass the same condition; DynamoDB's single-item writes are atomic. Tests
+    that run the worker's records side by side need DynamoDB's behaviour: one request at a
+    time, as the local runtime does for moto's server."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+
+    def one_at_a_time(self: Any) -> Any:
+        with _DYNAMODB_LOCK:
+            return original(self)
+
+    monkeypatch.setattr(DynamoHandler, "call_action", one_at_a_time)
 
 
 @pytest.fixture

@@ -165,14 +165,14 @@ class Executor:
                 count("MessagesHopped")
                 return ProcessResult(action="hop")
             # SQS delays are whole seconds: hold the message the last moment for precision.
-            self._clock.sleep(wait_ms / 1000)
+            self._clock.sleep_until(msg.not_before)
             now = self._clock.now_ms()
         lease_ms = (msg.timeout_seconds + self._settings.lease_margin_seconds) * 1000
         claim = self._runs.claim(
             msg, owner=self._owner, now_ms=now, lease_until_ms=now + lease_ms, priority=priority
         )
         if claim.run is None:
-            return self._lost_claim(msg, claim.blocking)
+            return self._lost_claim(msg, claim.blocking, priority)
         run = claim.run
         milliseconds("StartLagMs", now - msg.not_before)
         job = self._read_job(msg, run)
@@ -237,7 +237,20 @@ class Executor:
         count("OrphansDropped")
         return ProcessResult(action="orphan")
 
-    def _lost_claim(self, msg: RunMessage, blocking: RunRecord | None) -> ProcessResult:
+    def _lost_claim(
+        self, msg: RunMessage, blocking: RunRecord | None, priority: str
+    ) -> ProcessResult:
+        if (
+            blocking is not None
+            and blocking.status is RunStatus.RUNNING
+            and blocking.schedule_version < msg.schedule_version
+            and msg.attempt == 1
+        ):
+            # The same time under the old schedule is being looked at right now (it will end
+            # skipped): look again in a second and take the run over then.
+            self._queue.resend(priority, msg, 1)
+            count("MessagesHopped")
+            return ProcessResult(action="hop", run=blocking)
         if blocking is not None and (
             blocking.status in TERMINAL_RUN_STATUSES or blocking.status is RunStatus.RUNNING
         ):
