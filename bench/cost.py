@@ -3,8 +3,8 @@ per execution, for a daily cron job, a `rate(1 minute)` job and a `now` job.
 
 Each scenario runs Punctual in-process on moto through its real handlers (bench/world.py):
 the EventBridge rule is a tick every minute at .5 s into the minute (the mean of a uniform
-offset), the SQS event source mapping is a pump every second with the deployed batch size (1 on
-the medium queue). Charges are split into:
+offset), the SQS event source mapping is a pump every second with the deployed batch size (the
+medium queue's, from infra/config.py). Charges are split into:
 - fixed: what the tick and the event source mapping spend whatever runs (watermark, due-index
   queries that find nothing, empty receives) - shown per tick / per month;
 - per execution: everything else, divided by the runs that executed in the measured window.
@@ -18,6 +18,14 @@ from typing import Any
 from bench import prices
 from bench.meter import Charge
 from bench.world import World
+
+
+def deployed_batch_size() -> int:
+    """The medium queue's event source mapping batch size, as the stack deploys it."""
+    from infra.config import load_config
+
+    return load_config("prod").queues["medium"].batch_size
+
 
 MINUTE = 60_000
 TICK_OFFSET_MS = 500
@@ -229,7 +237,9 @@ def daily_cron(day_ms: int, tick_cpu: dict[str, float] | None) -> Scenario:
     """DAILY_JOBS jobs `cron(0 9 * * *)`, created ten minutes before; the ticks around 09:00 and
     the runs at 09:00:00."""
     nine = day_ms + 9 * 3_600_000
-    with World(start_ms=nine - 10 * MINUTE + TICK_OFFSET_MS) as world:
+    with World(
+        batch_size=deployed_batch_size(), start_ms=nine - 10 * MINUTE + TICK_OFFSET_MS
+    ) as world:
         world.meter.enabled = False
         for i in range(DAILY_JOBS):
             world.create_job(f"daily-{i:03d}", "cron(0 9 * * *)")
@@ -251,7 +261,7 @@ def rate_minute(day_ms: int, tick_cpu: dict[str, float] | None) -> Scenario:
     """RATE_JOBS jobs `rate(1 minute)` anchored on a whole minute; RATE_WINDOW_MINUTES minutes
     measured after the API's first dispatch has been overtaken by the ticks."""
     t0 = day_ms + 8 * 3_600_000
-    with World(start_ms=t0 + TICK_OFFSET_MS) as world:
+    with World(batch_size=deployed_batch_size(), start_ms=t0 + TICK_OFFSET_MS) as world:
         world.meter.enabled = False
         anchor = "2026-11-23T08:01:00Z"
         for i in range(RATE_JOBS):
@@ -270,7 +280,9 @@ def rate_minute(day_ms: int, tick_cpu: dict[str, float] | None) -> Scenario:
 
 def now_job(day_ms: int) -> Scenario:
     """NOW_JOBS jobs `now`: the API create (which dispatches), the run and the completion."""
-    with World(start_ms=day_ms + 10 * 3_600_000 + TICK_OFFSET_MS) as world:
+    with World(
+        batch_size=deployed_batch_size(), start_ms=day_ms + 10 * 3_600_000 + TICK_OFFSET_MS
+    ) as world:
         _begin_window(world)
         executed = 0
         for i in range(NOW_JOBS):
