@@ -15,9 +15,9 @@ from shared.aws import AwsClients
 from shared.clock import ManualClock, datetime_to_ms
 from shared.services.container import Services, build_services, set_services
 from shared.settings import Settings
-from shared.storage.schema import create_queues, create_tables
 from shared.targets import HandlerRegistry, default_registry
 from support.fakes import MemoryQueue
+from support.provision import provisioned_settings
 
 START = datetime(2026, 11, 22, 9, 0, 0, tzinfo=UTC)
 
@@ -103,15 +103,7 @@ def aws() -> Iterator[None]:
 
 @pytest.fixture
 def settings(aws: None) -> Settings:
-    base = Settings(tenant_source="header")
-    clients = AwsClients(base)
-    create_tables(clients.dynamodb, base)
-    urls = create_queues(clients.sqs)
-    fields: dict[str, Any] = {}
-    for priority, (queue_url, dlq_url) in urls.items():
-        fields[f"queue_url_{priority}"] = queue_url
-        fields[f"dlq_url_{priority}"] = dlq_url
-    return base.model_copy(update=fields)
+    return provisioned_settings()
 
 
 @pytest.fixture
@@ -134,3 +126,26 @@ def services(
     set_services(built)
     yield built
     set_services(None)
+
+
+@pytest.fixture
+def effects(handlers: HandlerRegistry) -> list[dict[str, Any]]:
+    """Every execution of the `count` handler, the visible side effect of a run: its run id,
+    idempotency key (<job_id>:<run_id>), attempt and the time it started."""
+    seen: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    @handlers.handler("count")
+    def _count(ctx: Any) -> dict[str, int]:
+        with lock:
+            seen.append(
+                {
+                    "run_id": ctx.run_id,
+                    "key": ctx.idempotency_key,
+                    "attempt": ctx.attempt,
+                    "at": ctx.clock.now_ms(),
+                }
+            )
+            return {"n": len(seen)}
+
+    return seen

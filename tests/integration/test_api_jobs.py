@@ -16,10 +16,10 @@ from shared.aws import AwsClients
 from shared.clock import ManualClock
 from shared.services.container import Services, build_services, set_services
 from shared.settings import Settings
-from shared.storage.schema import create_queues, create_tables
 from shared.targets import HandlerRegistry
 from support.api import Api, ApiResponse
 from support.fakes import MemoryQueue, pump
+from support.provision import provisioned_settings
 
 RFC3339_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 ECHO = {"type": "handler", "name": "echo"}
@@ -68,14 +68,7 @@ def aws() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def settings(aws: None) -> Settings:
-    base = Settings(tenant_source="header")
-    clients = AwsClients(base)
-    create_tables(clients.dynamodb, base)
-    fields: dict[str, Any] = {}
-    for priority, (queue_url, dlq_url) in create_queues(clients.sqs).items():
-        fields[f"queue_url_{priority}"] = queue_url
-        fields[f"dlq_url_{priority}"] = dlq_url
-    return base.model_copy(update=fields)
+    return provisioned_settings()
 
 
 @pytest.fixture(scope="module")

@@ -6,31 +6,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import pytest
-
 from functions.worker.handler import lambda_handler as worker
 from shared.clock import format_ms, parse_rfc3339_ms
 from shared.services.container import Services, build_services, set_services
 from shared.storage import keys
 from support.api import Api
 from support.fakes import MemoryQueue, bodies, pump
-
-
-@pytest.fixture
-def effects(handlers) -> list[dict[str, Any]]:
-    """Every execution of the `count` handler: the visible side effect of a run."""
-    seen: list[dict[str, Any]] = []
-    lock = threading.Lock()
-
-    @handlers.handler("count")
-    def _count(ctx):
-        with lock:
-            seen.append(
-                {"run_id": ctx.run_id, "at": ctx.clock.now_ms(), "key": ctx.idempotency_key}
-            )
-        return
-
-    return seen
 
 
 def _create(api: Api, schedule: str, **extra: Any) -> dict[str, Any]:

@@ -4,9 +4,7 @@ per range of shards, every due job dispatched once."""
 
 from __future__ import annotations
 
-import io
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +16,11 @@ from shared.services.ticker import DispatchRange, LambdaFanOut
 from shared.settings import Settings
 from shared.storage import keys
 from support.api import Api
-from support.fakes import bodies
+from support.fakes import InProcessLambda, bodies
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 DISPATCH = "punctual-dispatch-test"
 DUE = "2026-11-22T09:10:00Z"
-
-
-class InProcessLambda:
-    """A Lambda client whose `invoke` runs the dispatch handler here, as the real function would
-    (with the process-wide services: those of a function without a dispatch function)."""
-
-    def __init__(self, context: Any) -> None:
-        self.context = context
-        self.invokes: list[tuple[str, dict[str, Any]]] = []
-        self._lock = threading.Lock()
-
-    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:
-        assert InvocationType == "RequestResponse"
-        event = json.loads(Payload)
-        with self._lock:
-            self.invokes.append((FunctionName, event))
-        answer = dispatch_handler(event, self.context)
-        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(answer).encode())}
 
 
 class ClientsWithLambda(AwsClients):

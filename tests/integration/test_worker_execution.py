@@ -4,7 +4,6 @@ permanent failures, overlap, hops, orphans, dependencies, notifications."""
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 import pytest
@@ -20,27 +19,6 @@ from support.fakes import MemoryQueue, pump
 
 class WorkerCrash(BaseException):
     """Stands for the worker process dying mid-run (not an error the code may catch)."""
-
-
-@pytest.fixture
-def effects(handlers) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
-    lock = threading.Lock()
-
-    @handlers.handler("count")
-    def _count(ctx):
-        with lock:
-            seen.append(
-                {
-                    "run_id": ctx.run_id,
-                    "at": ctx.clock.now_ms(),
-                    "attempt": ctx.attempt,
-                    "key": ctx.idempotency_key,
-                }
-            )
-        return {"n": len(seen)}
-
-    return seen
 
 
 def _create(api: Api, **body: Any) -> dict[str, Any]:

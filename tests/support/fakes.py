@@ -3,8 +3,10 @@ that feeds due messages to the worker the way SQS and the event source mapping w
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,3 +129,33 @@ def pump(queue: MemoryQueue, handler: Any, context: Any, *, max_rounds: int = 50
 def bodies(queue: MemoryQueue) -> list[dict[str, Any]]:
     """Every message body ever sent, parsed."""
     return [json.loads(q.body) for q in queue.sent]
+
+
+class InProcessLambda:
+    """A Lambda client whose `invoke` runs the dispatch handler in this process, as the real
+    function would (moto cannot run Lambda code). Ranges whose shard_start is in `fail`
+    answer a function error instead, as a timed-out invocation does."""
+
+    def __init__(self, context: Any, fail: set[int] | None = None) -> None:
+        self.context = context
+        self.fail = fail or set()
+        self.invokes: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The events of every invoke, in order."""
+        return [event for _, event in self.invokes]
+
+    def invoke(self, *, FunctionName: str, InvocationType: str, Payload: bytes) -> dict[str, Any]:
+        from functions.dispatch.handler import lambda_handler as dispatch_handler
+
+        assert InvocationType == "RequestResponse"
+        event = json.loads(Payload)
+        with self._lock:
+            self.invokes.append((FunctionName, event))
+        if event["shard_start"] in self.fail:
+            body = b'{"errorMessage": "Task timed out after 60.00 seconds"}'
+            return {"StatusCode": 200, "FunctionError": "Unhandled", "Payload": io.BytesIO(body)}
+        answer = dispatch_handler(event, self.context)
+        return {"StatusCode": 200, "Payload": io.BytesIO(json.dumps(answer).encode())}
