@@ -4,22 +4,14 @@ handler, with the real worker handler draining the in-memory queue."""
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from moto import mock_aws
 
 from functions.worker.handler import lambda_handler as worker
-from shared.aws import AwsClients
 from shared.clock import ManualClock
-from shared.services.container import Services, build_services, set_services
-from shared.settings import Settings
-from shared.targets import HandlerRegistry
 from support.api import Api, ApiResponse
 from support.fakes import MemoryQueue, pump
-from support.provision import provisioned_settings
 
 RFC3339_MS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 NOW = "2026-11-22T09:00:00.000Z"
@@ -55,53 +47,8 @@ UNKNOWN_JOB = "0123456789abcdef012345"
 
 
 # ---- fixtures ---------------------------------------------------------------------------------
-# Speed: the moto backend, its tables and queues and the boto3 clients are made once per module
-# (building them takes most of a second), and every test gets a tenant of its own instead. A
-# tenant never sees another tenant's jobs or runs, so the tests stay independent; the clock and
-# the in-memory run queue are still fresh for every test.
-
-
-@pytest.fixture(scope="module")
-def aws() -> Iterator[None]:
-    with mock_aws():
-        yield
-
-
-@pytest.fixture(scope="module")
-def settings(aws: None) -> Settings:
-    return provisioned_settings()
-
-
-@pytest.fixture(scope="module")
-def clients(settings: Settings) -> AwsClients:
-    return AwsClients(settings)
-
-
-@pytest.fixture
-def services(
-    settings: Settings,
-    clients: AwsClients,
-    clock: ManualClock,
-    handlers: HandlerRegistry,
-    queue: MemoryQueue,
-) -> Iterator[Services]:
-    built = build_services(
-        settings=settings,
-        clients=clients,
-        clock=clock,
-        handlers=handlers,
-        rand=lambda: 1.0,
-        queue=queue,
-    )
-    set_services(built)
-    yield built
-    set_services(None)
-
-
-@pytest.fixture
-def api(services: Services, lambda_context: Any) -> Api:
-    """A client whose tenant no other test uses."""
-    return Api(lambda_context, tenant=f"t-{uuid.uuid4().hex}")
+# One moto backend per module, a tenant per test (see support/module_aws.py).
+from support.module_aws import api, aws, clients, services, settings, wire  # noqa: E402, F401
 
 
 @pytest.fixture
