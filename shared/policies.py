@@ -21,11 +21,21 @@ def backoff_seconds(
     return cap * rand() if policy.jitter else cap
 
 
-def sqs_delay_seconds(due_ms: int, now_ms: int) -> int:
-    """SQS DelaySeconds for a message due at due_ms: whole seconds, rounded down so the
-    message arrives at most a second early (the worker holds it until due), capped at 900."""
-    remaining = max(0, due_ms - now_ms)
+def sqs_delay_seconds(due_ms: int, now_ms: int, late_ms: int = 0) -> int:
+    """SQS DelaySeconds for a message due at due_ms, sent at now_ms: whole seconds, capped at
+    900. The message becomes visible at most `late_ms` after it is due, and less than
+    1,000 - late_ms before (the worker holds an early message until due). With late_ms = 0 it
+    is never late and up to a second early."""
+    remaining = max(0, due_ms - now_ms + late_ms)
     return min(SQS_MAX_DELAY_SECONDS, remaining // 1000)
+
+
+def align_wait_ms(due_ms: int, now_ms: int, late_ms: int) -> int:
+    """How long a sender should wait so that a message due at due_ms, delayed by whole
+    seconds, becomes visible between due and due + late_ms instead of up to a second early:
+    0 when the sub-second phase of now is already within late_ms after the due time's."""
+    phase = (now_ms - due_ms) % 1000
+    return 0 if phase <= late_ms else 1000 - phase
 
 
 @dataclass(frozen=True)

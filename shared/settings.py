@@ -51,6 +51,11 @@ class Settings(BaseSettings):
     tenant_source: str = Field(default="context", pattern="^(header|context)$")
     # How early a worker may hold a message for its due time instead of re-queuing it.
     early_hold_seconds: float = Field(default=2.0, ge=0, le=10)
+    # SQS delays are whole seconds. A message may become visible up to this long after it is
+    # due (a start lag) rather than up to a second before it (a worker holding it, billed).
+    # The tick also waits (at most a second) before sending a partial chunk so that its
+    # messages land in this window, which keeps both the lag and the hold small.
+    send_late_tolerance_ms: int = Field(default=250, ge=0, le=999)
 
     def queue_url(self, priority: str) -> str:
         """URL of the work queue for a priority."""

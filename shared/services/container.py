@@ -93,7 +93,7 @@ def build_services(
     clock = clock or SystemClock()
     jobs = JobStore(clients.dynamodb, settings.jobs_table, settings.shards)
     runs = RunStore(clients.dynamodb, settings.runs_table, settings.run_retention_days)
-    queue = queue or RunQueue(clients.sqs, settings)
+    queue = queue or RunQueue(clients.sqs, settings, clock)
     dispatcher = Dispatcher(jobs, queue, settings)
     executor = Executor(
         jobs=jobs,

@@ -15,7 +15,7 @@ from shared.models.job import JobState, JobStatus
 from shared.models.messages import RunMessage
 from shared.models.run import RunTrigger
 from shared.observability import count, logger, milliseconds
-from shared.policies import plan_misfires, sqs_delay_seconds
+from shared.policies import plan_misfires
 from shared.schedule import Schedule, parse_schedule
 from shared.services.queue import Outgoing, RunQueue
 from shared.settings import Settings
@@ -118,7 +118,6 @@ class Dispatcher:
                     after_version=after_version,
                     dispatched_at=now_ms,
                 ),
-                sqs_delay_seconds(nb, now_ms),
             )
             for scheduled, nb in zip(advance.sent, not_before, strict=True)
         ]
@@ -202,11 +201,15 @@ class Dispatcher:
         now_ms: int,
         until_ms: int,
         map_fn: MapFn = _serial_map,
+        *,
+        align: bool = False,
     ) -> list[bool | None]:
         """Tick path for a batch of jobs: the messages of all of them go out together (ten to
         an SQS request, whatever job they belong to), then each job is committed (through
         map_fn, e.g. a thread pool's map). Per job: True committed, False lost to a concurrent
-        writer, None failed (logged; nothing of it committed, the next tick sends it again)."""
+        writer, None failed (logged; nothing of it committed, the next tick sends it again).
+        `align`: time the sends so delayed messages land just after their due time (a wait of
+        under a second; see RunQueue.send)."""
         prepared: list[tuple[JobState, Advance, list[Outgoing]] | None] = []
         for state in states:
             try:
@@ -221,7 +224,7 @@ class Dispatcher:
         failed: set[str] = set()
         for priority, outgoing in by_priority.items():
             try:
-                self._queue.send(priority, outgoing)
+                self._queue.send(priority, outgoing, align=align)
             except Exception:  # noqa: BLE001 - those jobs stay due; the next tick resends.
                 logger.exception("dispatch_send_failed", extra={"priority": priority})
                 failed.add(priority)

@@ -22,7 +22,7 @@ from shared.models.run import (
     RunTrigger,
 )
 from shared.observability import count, logger, milliseconds
-from shared.policies import backoff_seconds, sqs_delay_seconds
+from shared.policies import backoff_seconds
 from shared.services.dispatcher import Dispatcher
 from shared.services.notify import Notifier
 from shared.services.queue import RunQueue
@@ -161,7 +161,7 @@ class Executor:
             wait_ms = msg.not_before - now
             if wait_ms > self._settings.early_hold_seconds * 1000:
                 # Longer than SQS can delay at once (or arrived early): hop with the remainder.
-                self._queue.resend(priority, msg, sqs_delay_seconds(msg.not_before, now))
+                self._queue.resend(priority, msg)
                 count("MessagesHopped")
                 return ProcessResult(action="hop")
             # SQS delays are whole seconds: hold the message the last moment for precision.
@@ -406,7 +406,7 @@ class Executor:
                 }
             )
             # Send the next attempt first, then record: a crash in between duplicates, never loses.
-            self._queue.resend(priority, retry, sqs_delay_seconds(next_at, finished))
+            self._queue.resend(priority, retry)
             outcome = Outcome(
                 status=RunStatus.RETRYING, attempt=attempt, next_attempt_at_ms=next_at
             )

@@ -369,7 +369,9 @@ def test_dispatch_tick_sends_many_jobs_together(
     clock.set(parse_rfc3339_ms("2026-11-22T09:08:30Z"))
     sends: list[int] = []
     real_send = queue.send
-    monkeypatch.setattr(queue, "send", lambda p, out: (sends.append(len(out)), real_send(p, out)))
+    monkeypatch.setattr(
+        queue, "send", lambda p, out, **kw: (sends.append(len(out)), real_send(p, out, **kw))
+    )
     # WHEN one tick dispatches them
     single.ticker.tick()
     # THEN their thirty messages went out in one send (three SQS batches of ten), not thirty
@@ -377,3 +379,68 @@ def test_dispatch_tick_sends_many_jobs_together(
     clock.set(parse_rfc3339_ms("2026-11-22T09:10:30Z"))
     pump(queue, worker, lambda_context)
     assert len(effects) == 30
+
+
+def _tick_with_shards(services, queue, clock, handlers, shards: int) -> Services:
+    settings = services.settings.model_copy(update={"shards": shards})
+    built = build_services(
+        settings=settings, clients=services.clients, clock=clock, queue=queue, handlers=handlers
+    )
+    set_services(built)
+    return built
+
+
+def test_dispatch_tick_times_a_partial_chunk_to_land_just_after_due(
+    services, queue, clock, lambda_context, handlers
+):
+    # GIVEN three jobs due on whole seconds, and a tick starting 0.6 s into a second
+    single = _tick_with_shards(services, queue, clock, handlers, shards=1)
+    api = Api(lambda_context)
+    for i in range(3):
+        _create(api, f"at(2026-11-22T09:10:{i:02d}Z)", name=f"aligned-{i}")
+    clock.set(parse_rfc3339_ms("2026-11-22T09:08:30Z") + 600)
+    # WHEN the tick dispatches them (a partial chunk)
+    single.ticker.tick()
+    # THEN it waited for the next whole second before sending, so each message becomes
+    # visible at its due time, not up to a second before it (no hold) nor after it
+    assert clock.now_ms() >= parse_rfc3339_ms("2026-11-22T09:08:31Z")
+    sent = sorted(queue.sent, key=lambda q: q.message.not_before)
+    assert [q.visible_at_ms - q.message.not_before for q in sent] == [0, 0, 0]
+
+
+def test_dispatch_tick_does_not_wait_on_a_full_chunk(
+    services, queue, clock, lambda_context, handlers
+):
+    # GIVEN more due jobs than one chunk, all in one shard, and a tick 0.6 s into a second
+    from shared.services.ticker import DRAIN_CHUNK
+
+    single = _tick_with_shards(services, queue, clock, handlers, shards=1)
+    api = Api(lambda_context)
+    total = DRAIN_CHUNK + 2
+    for i in range(total):
+        _create(api, f"at(2026-11-22T09:10:{i % 30:02d}Z)", name=f"full-{i}")
+    start = parse_rfc3339_ms("2026-11-22T09:08:30Z") + 600
+    clock.set(start)
+    # WHEN the tick dispatches them
+    single.ticker.tick()
+    # THEN every job went out; the full chunk went at once (landing within the late tolerance
+    # or early, never later), and only the partial chunk that followed waited for its moment
+    late = single.settings.send_late_tolerance_ms
+    offsets = [q.visible_at_ms - q.message.not_before for q in queue.sent]
+    assert len(offsets) == total
+    assert all(-1000 < o <= late for o in offsets)
+    assert sum(1 for o in offsets if o < 0) == DRAIN_CHUNK
+    assert sorted(o for o in offsets if o >= 0) == [0, 0]
+
+
+def test_dispatch_api_send_works_out_the_delay_when_it_sends(
+    services, queue, clock, lambda_context
+):
+    # GIVEN a job due 20 s from now, created 0.9 s into a second (the API does not wait)
+    api = Api(lambda_context)
+    clock.set(parse_rfc3339_ms("2026-11-22T09:00:10Z") + 900)
+    _create(api, "at(2026-11-22T09:00:31Z)", name="api-sent")
+    # THEN its 20 s delay, worked out at the send, makes it visible 0.1 s early (the worker
+    # holds it): 21 s would be 0.9 s late, beyond the late tolerance
+    (sent,) = queue.sent
+    assert sent.visible_at_ms - sent.message.not_before == -100

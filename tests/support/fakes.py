@@ -47,9 +47,9 @@ class MemoryQueue(RunQueue):
     _ids: Any = field(default_factory=itertools.count)
 
     def __post_init__(self) -> None:
-        super().__init__(client=None, settings=self.settings)  # type: ignore[arg-type]
+        super().__init__(client=None, settings=self.settings, clock=self.clock)  # type: ignore[arg-type]
 
-    def _send_batches(self, url: str, outgoing: Sequence[Outgoing]) -> None:
+    def _transmit(self, url: str, outgoing: Sequence[Outgoing]) -> None:
         if self.fail_sends:
             from shared.services.queue import SendFailed
 
@@ -57,7 +57,10 @@ class MemoryQueue(RunQueue):
         now = self.clock.now_ms()
         for o in outgoing:
             q = Queued(
-                next(self._ids), url, o.message.model_dump_json(), now + o.delay_seconds * 1000
+                next(self._ids),
+                url,
+                o.message.model_dump_json(),
+                now + (o.delay_seconds or 0) * 1000,
             )
             self.messages.append(q)
             self.sent.append(q)

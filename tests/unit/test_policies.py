@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared.models.job import MisfirePolicy, RetryPolicy
-from shared.policies import backoff_seconds, plan_misfires, sqs_delay_seconds
+from shared.policies import align_wait_ms, backoff_seconds, plan_misfires, sqs_delay_seconds
 
 
 @pytest.mark.parametrize(
@@ -36,6 +36,45 @@ def test_sqs_delay_rounds_down_and_caps(due_in_ms: int, expected: int) -> None:
     # GIVEN a message due due_in_ms from now
     # WHEN / THEN the delay is whole seconds, rounded down (the worker holds the rest), max 900
     assert sqs_delay_seconds(1_000_000 + due_in_ms, 1_000_000) == expected
+
+
+@pytest.mark.parametrize(
+    ("due_in_ms", "late_ms", "expected"),
+    [(750, 250, 1), (749, 250, 0), (1_250, 250, 1), (1_750, 250, 2), (60_000, 999, 60),
+     (59_001, 999, 60), (59_000, 999, 59), (899_900, 250, 900), (-3_000, 250, 0)],
+)  # fmt: skip
+def test_sqs_delay_with_a_late_tolerance_lands_within_it(
+    due_in_ms: int, late_ms: int, expected: int
+) -> None:
+    # GIVEN a message due due_in_ms from now that may be up to late_ms late
+    delay = sqs_delay_seconds(1_000_000 + due_in_ms, 1_000_000, late_ms)
+    # THEN the delay is as expected, and (below the cap, due ahead) it lands in
+    # (due - (1000 - late), due + late]
+    assert delay == expected
+    if 0 <= due_in_ms < 900_000:
+        lands = delay * 1000
+        assert due_in_ms - (1000 - late_ms) < lands <= due_in_ms + late_ms
+
+
+@pytest.mark.parametrize(
+    ("now_phase", "due_phase", "late_ms", "expected"),
+    [(0, 0, 250, 0), (250, 0, 250, 0), (251, 0, 250, 749), (900, 0, 250, 100),
+     (600, 500, 250, 0), (400, 500, 250, 100), (0, 999, 0, 999), (999, 0, 0, 1)],
+)  # fmt: skip
+def test_align_wait_lands_the_send_just_after_the_due_phase(
+    now_phase: int, due_phase: int, late_ms: int, expected: int
+) -> None:
+    # GIVEN a send at now_phase ms into a second for a message due at due_phase into a later one
+    now = 1_700_000_000_000 + now_phase
+    due = 1_700_000_060_000 + due_phase
+    # WHEN the sender waits as told
+    wait = align_wait_ms(due, now, late_ms)
+    # THEN it waits as expected, and after the wait a whole-second delay lands the message in
+    # [due, due + late]
+    assert wait == expected
+    sent = now + wait
+    lands = sent + sqs_delay_seconds(due, sent, late_ms) * 1000
+    assert due <= lands <= due + late_ms
 
 
 def test_misfire_plan_fire_once_keeps_the_latest() -> None:
