@@ -175,6 +175,9 @@ class EnvironmentConfig(_Frozen):
     shards: int = 16
     horizon_seconds: int = 120
     run_retention_days: int = 90
+    # The worker's read of the job before each run: strongly consistent (one read unit instead
+    # of half) so that a cancel or pause answered less than a second before a run is honoured.
+    consistent_job_reads: bool = False
 
     # "destroy" deletes tables and queues with the stack; "retain" keeps them.
     removal_policy: Literal["destroy", "retain"] = "retain"

@@ -203,6 +203,7 @@ class PunctualStack(Stack):
             "PUNCTUAL_TICK_BUDGET_SECONDS": str(config.tick_budget_seconds),
             "PUNCTUAL_DISPATCH_TIMEOUT_SECONDS": str(config.dispatch_timeout_seconds),
             "PUNCTUAL_TENANT_SOURCE": "context",
+            "PUNCTUAL_CONSISTENT_JOB_READS": str(config.consistent_job_reads).lower(),
             # Settings defaults to us-east-1: point the clients at the deployment's region.
             "PUNCTUAL_AWS_REGION": Aws.REGION,
         }

@@ -56,6 +56,12 @@ class Settings(BaseSettings):
     # The tick also waits (at most a second) before sending a partial chunk so that its
     # messages land in this window, which keeps both the lag and the hold small.
     send_late_tolerance_ms: int = Field(default=250, ge=0, le=999)
+    # The worker's read of the job before a run. Eventually consistent (the default) costs half
+    # a read unit: a cancel, pause or schedule change answered by the API less than about a
+    # second before an occurrence starts may then be missed by that one run. True: strongly
+    # consistent (one read unit per 4 KB), and such a change is seen by every run that claims
+    # after it. Re-reads while a dispatching write settles are always strongly consistent.
+    consistent_job_reads: bool = False
 
     def queue_url(self, priority: str) -> str:
         """URL of the work queue for a priority."""

@@ -188,8 +188,10 @@ class Executor:
         """The job, re-read a few times while the write that sent this message (writers send
         before they commit) may still be committing."""
         job: StoredJob | None = None
+        consistent = self._settings.consistent_job_reads
         for _ in range(SETTLE_READS):
-            job = self._jobs.get(msg.job_id)
+            job = self._jobs.get(msg.job_id, consistent=consistent)
+            consistent = True
             if job is not None and job.state.tenant_id != msg.tenant_id:
                 return None
             if job is not None and not self._ahead_of_job(msg, run, job):

@@ -598,3 +598,46 @@ def test_worker_message_from_a_tick_that_lost_to_a_pause_is_skipped_at_once(
     run = _runs(api, job["job_id"])[0]
     assert (run["status"], run["reason"]) == ("skipped", "job_paused")
     assert effects == []
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_worker_reads_the_job_eventually_consistent_unless_told_and_rereads_strictly(
+    services, queue, clock, effects, lambda_context, monkeypatch, strict
+):
+    # GIVEN the worker's read setting, and a resume that has sent its occurrence but whose
+    # write has not landed yet (so the first read is behind and the worker reads again)
+    settings = services.settings.model_copy(update={"consistent_job_reads": strict})
+    monkeypatch.setattr(services.executor, "_settings", settings)
+    reads: list[bool] = []
+    real_get = services.jobs.get
+
+    def spy(job_id: str, *, consistent: bool = True):
+        reads.append(consistent)
+        return real_get(job_id, consistent=consistent)
+
+    api = Api(lambda_context)
+    job = _create(api, schedule="rate(1 hour)")
+    monkeypatch.setattr(services.jobs, "get", spy)
+    pump(queue, worker, lambda_context)
+    # THEN a run reads the job once, eventually consistent unless the setting asks otherwise
+    assert reads == [strict]
+    api.post(f"/v1/jobs/{job['job_id']}/pause")
+    clock.set(parse_rfc3339_ms("2026-11-22T10:00:30Z"))
+    real_change = services.jobs.change_status
+    held: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(services.jobs, "change_status", lambda *a: held.append(a))
+    api.post(f"/v1/jobs/{job['job_id']}/resume")
+    reads.clear()
+    clock_before = clock.now_ms()
+
+    def land_on_sleep(seconds: float) -> None:
+        real_change(*held[0])
+        clock.set(clock_before + int(seconds * 1000))
+
+    monkeypatch.setattr(services.executor._clock, "sleep", land_on_sleep)
+    # WHEN the worker takes the occurrence before the write lands
+    result = services.executor.process(queue.sent[-1].message, "medium")
+    # THEN its re-read, after the pause, is strongly consistent, and the run goes ahead
+    assert reads == [strict, True]
+    assert result.action != "hop"
+    assert len(effects) == 2
