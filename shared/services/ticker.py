@@ -9,8 +9,9 @@ minutes every range emptied."""
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,9 @@ TICK_THREADS = 8
 # them at a time (the due index is read page by page, never whole).
 DRAIN_THREADS = 8
 DRAIN_CHUNK = 64
+# Chunks one dispatch invocation works on at once: each may wait (under a second) to time its
+# sends, and the others use the CPU meanwhile.
+CHUNKS_IN_FLIGHT = 4
 # Parallel synchronous invokes of the dispatch function (the Lambda client's connection pool).
 FAN_OUT_PARALLEL = 32
 
@@ -174,16 +178,15 @@ class Ticker:
     def _dispatch_chunk(
         self, states: list[JobState], until_ms: int, map_fn: MapFn | None = None
     ) -> ShardResult:
-        """Dispatch a chunk of due jobs together: their messages share SQS requests. A partial
-        chunk (the last of a shard: no more work waits behind it) times its sends so that its
-        messages arrive just after they are due rather than up to a second early, when the
-        worker would hold them, billed; a full chunk does not wait, to keep a burst moving."""
+        """Dispatch a chunk of due jobs together: their messages share SQS requests, timed so
+        that they arrive just after they are due rather than up to a second early (when the
+        worker would hold them, billed)."""
         outcomes = self._dispatcher.dispatch_many(
             states,
             self._clock.now_ms(),
             until_ms,
             **({"map_fn": map_fn} if map_fn else {}),
-            align=len(states) < DRAIN_CHUNK,
+            align=True,
         )
         result = ShardResult()
         for committed in outcomes:
@@ -218,14 +221,26 @@ class Ticker:
         function's entry point). Stops taking jobs at deadline_ms: the result is then not
         `emptied`, so the tick keeps its watermark and the next tick finishes the work."""
         result = ShardResult()
-        with ThreadPoolExecutor(max_workers=DRAIN_THREADS) as pool:
-            for shard in work.shards:
-                due = self._due(work.minute_ms, shard, work.until_ms)
-                while chunk := list(islice(due, DRAIN_CHUNK)):
-                    if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
-                        result.stopped = True
-                        return result
-                    result.add(self._dispatch_chunk(chunk, work.until_ms, pool.map))
+        in_flight: deque[Future[ShardResult]] = deque()
+        with (
+            ThreadPoolExecutor(max_workers=DRAIN_THREADS) as pool,
+            ThreadPoolExecutor(max_workers=CHUNKS_IN_FLIGHT) as chunks,
+        ):
+            try:
+                for shard in work.shards:
+                    due = self._due(work.minute_ms, shard, work.until_ms)
+                    while chunk := list(islice(due, DRAIN_CHUNK)):
+                        if deadline_ms is not None and self._clock.now_ms() >= deadline_ms:
+                            result.stopped = True
+                            return result
+                        in_flight.append(
+                            chunks.submit(self._dispatch_chunk, chunk, work.until_ms, pool.map)
+                        )
+                        while len(in_flight) >= CHUNKS_IN_FLIGHT:
+                            result.add(in_flight.popleft().result())
+            finally:
+                while in_flight:
+                    result.add(in_flight.popleft().result())
         return result
 
     def ranges(self, minute_ms: int, until_ms: int) -> list[DispatchRange]:

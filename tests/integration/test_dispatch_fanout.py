@@ -214,3 +214,28 @@ def test_ticker_fan_out_starts_no_minute_that_could_overrun_its_budget(services,
     assert len(calls) == 1
     assert report.out_of_time
     assert (clock.now_ms() - report.now_ms) / 1000 <= services.settings.tick_budget_seconds
+
+
+def test_ticker_drain_keeps_several_chunks_in_flight_and_dispatches_each_job_once(
+    services, queue, clock, lambda_context
+):
+    # GIVEN more jobs due at 09:10 than the chunks one invocation works on at once can hold
+    from shared.services.ticker import CHUNKS_IN_FLIGHT, DRAIN_CHUNK
+
+    api = Api(lambda_context)
+    total = CHUNKS_IN_FLIGHT * DRAIN_CHUNK + 5
+    ids = _jobs_due_at_0910(api, total)
+    queue.sent.clear()
+    queue.messages.clear()
+    clock.set(parse_rfc3339_ms("2026-11-22T09:08:30Z") + 400)
+    minute = keys.minute_of(parse_rfc3339_ms(DUE))
+    shards = services.settings.shards
+    # WHEN one invocation drains every shard of the minute
+    result = services.ticker.drain(DispatchRange(minute, 0, shards, clock.now_ms() + 120_000))
+    # THEN every job was sent once and committed once, nothing is left due, and every message
+    # lands on 09:10:00
+    assert (result.dispatched, result.lost, result.errors, result.stopped) == (total, 0, 0, False)
+    assert sorted(b["job_id"] for b in bodies(queue)) == sorted(ids)
+    assert {q.visible_at_ms for q in queue.sent} == {parse_rfc3339_ms(DUE)}
+    for shard in range(shards):
+        assert list(services.jobs.query_due(f"{keys.bucket_name(minute)}#{shard:02d}", 2**62)) == []
