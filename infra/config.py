@@ -50,8 +50,14 @@ class QueueConfig(_Frozen):
 
     batch_size: int = Field(default=1, ge=1, le=10_000)
     max_batching_window_seconds: int = Field(default=0, ge=0, le=300)
-    # Upper bound of concurrent worker invocations for this queue (Lambda allows 2-1000).
-    max_concurrency: int = Field(default=10, ge=2, le=1000)
+    # Standard mode: upper bound of concurrent worker invocations for this queue (Lambda allows
+    # 2-1000). Lambda starts a backlog at 5 and adds up to 300 a minute.
+    max_concurrency: int | None = Field(default=10, ge=2, le=1000)
+    # Provisioned mode (instead of max_concurrency, which must then be null): event pollers
+    # kept ready, each running up to 10 concurrent invocations, scaling by up to 1,000 a minute.
+    # Billed per poller-hour: a floor for queues that must absorb a burst at once.
+    min_pollers: int | None = Field(default=None, ge=2, le=200)
+    max_pollers: int | None = Field(default=None, ge=2, le=2000)
     # Alarm when the oldest message has waited this long. Keep it above 900 s: a message may
     # legitimately wait out an SQS DelaySeconds of up to 900 s before it becomes visible.
     oldest_message_alarm_seconds: int = Field(default=1200, ge=60, le=14 * 86_400)
@@ -63,15 +69,40 @@ class QueueConfig(_Frozen):
             raise ValueError("batch_size above 10 needs max_batching_window_seconds >= 1")
         return self
 
+    @model_validator(mode="after")
+    def _one_scaling_mode(self) -> QueueConfig:
+        pollers = (self.min_pollers, self.max_pollers)
+        if (pollers[0] is None) != (pollers[1] is None):
+            raise ValueError("min_pollers and max_pollers go together (provisioned mode)")
+        if self.min_pollers is not None:
+            if self.max_concurrency is not None:
+                # Lambda: ScalingConfig and ProvisionedPollerConfig are mutually exclusive.
+                raise ValueError("provisioned pollers replace max_concurrency: set it to null")
+            if self.max_pollers is not None and self.max_pollers < self.min_pollers:
+                raise ValueError("max_pollers must be at least min_pollers")
+        elif self.max_concurrency is None:
+            raise ValueError("set max_concurrency, or min_pollers and max_pollers")
+        return self
+
+    @property
+    def peak_concurrency(self) -> int:
+        """The most concurrent worker invocations this queue may run."""
+        if self.max_pollers is not None:
+            return self.max_pollers * 10
+        return self.max_concurrency or 0
+
 
 def _default_queues() -> dict[Priority, QueueConfig]:
     # Up to ten messages an invocation, taken as soon as they are there (no batching window):
     # the worker runs a batch's records side by side, so a long job does not hold up the rest,
     # and one receive and one delete serve ten runs.
     return {
-        "high": QueueConfig(batch_size=10, max_concurrency=100, oldest_message_alarm_seconds=960),
-        "medium": QueueConfig(batch_size=10, max_concurrency=50),
-        "low": QueueConfig(batch_size=10, max_concurrency=10, oldest_message_alarm_seconds=3600),
+        # Concurrency: the medium queue (the default priority) may take 300 at once, the ceiling a
+        # standard-mode mapping reaches in its first minute of a burst; the three together stay well
+        # inside the default account quota of 1,000, leaving room for the API (docs/scale.md).
+        "high": QueueConfig(batch_size=10, max_concurrency=200, oldest_message_alarm_seconds=960),
+        "medium": QueueConfig(batch_size=10, max_concurrency=300),
+        "low": QueueConfig(batch_size=10, max_concurrency=20, oldest_message_alarm_seconds=3600),
     }
 
 
@@ -171,8 +202,10 @@ class EnvironmentConfig(_Frozen):
     account: str | None = Field(default=None, pattern=r"^\d{12}$")
     region: str | None = Field(default=None, pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
 
-    # Scheduler settings handed to the functions (PUNCTUAL_*).
-    shards: int = 16
+    # Scheduler settings handed to the functions (PUNCTUAL_*). 32 due-index shards: one
+    # dispatch invocation per shard, together over 10,000 dispatches/s (docs/scale.md). Raise
+    # it freely; never lower it on a live stack (jobs in the dropped shards would not be seen).
+    shards: int = 32
     horizon_seconds: int = 120
     run_retention_days: int = 90
     # The worker's read of the job before each run: strongly consistent (one read unit instead
@@ -202,7 +235,9 @@ class EnvironmentConfig(_Frozen):
     # quota is too small to reserve from (Lambda keeps 100 unreserved; the tick already reserves
     # 1, so an account that cannot afford this also had to lower its quota-bound workers).
     dispatch_reserved_concurrency: int | None = Field(default=None, ge=0, le=1000)
-    worker_memory_mb: int = Field(default=1024, ge=128, le=10_240)
+    # One full vCPU: a batch's ten records share it, so a batch takes as long at 1,769 MB as one
+    # record's round trips where at 1,024 MB it waits on the CPU; billed GB-s are about equal.
+    worker_memory_mb: int = Field(default=1769, ge=128, le=10_240)
     tracing: bool = True
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -298,6 +333,8 @@ class EnvironmentConfig(_Frozen):
 ENVIRONMENTS: dict[str, EnvironmentConfig] = {
     "dev": EnvironmentConfig(
         name="dev",
+        # Little traffic: 4 dispatch invocations a minute instead of 32.
+        dispatch_shards_per_range=8,
         removal_policy="destroy",
         deletion_protection=False,
         log_retention_days=14,

@@ -228,6 +228,13 @@ class PunctualStack(Stack):
                     else None
                 ),
                 max_concurrency=settings.max_concurrency,
+                provisioned_poller_config=(
+                    lambda_.ProvisionedPollerConfig(
+                        minimum_pollers=settings.min_pollers, maximum_pollers=settings.max_pollers
+                    )
+                    if settings.min_pollers is not None
+                    else None
+                ),
                 report_batch_item_failures=True,
             )
             # Lambda checks the role's permissions when the mapping is created.

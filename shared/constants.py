@@ -42,7 +42,7 @@ ATTR_DEAD_TENANT: Final = "dead_tenant"
 ATTR_SCHEDULED_FOR: Final = "scheduled_for"
 ACTIVITY_INDEX: Final = "activity-index"
 # A tenant's activity is spread over this many index partitions.
-ACTIVITY_SHARDS: Final = 16
+ACTIVITY_SHARDS: Final = 32
 ATTR_ACTIVITY_TENANT: Final = "activity_tenant"
 ATTR_ACTIVITY_AT: Final = "activity_at"
 

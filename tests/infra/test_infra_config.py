@@ -16,6 +16,7 @@ from infra.config import (
     load_config,
 )
 from shared.constants import PRIORITIES
+from shared.settings import Settings
 from shared.storage.schema import MAX_RECEIVE_COUNT
 
 
@@ -35,7 +36,9 @@ def test_config_defaults_match_the_local_runtime() -> None:
     config = load_config("prod")
     # THEN redrive and scheduler settings are the ones the code assumes
     assert config.max_receive_count == MAX_RECEIVE_COUNT
-    assert config.shards == 16
+    # (the deployed stack uses 32 due-index shards, the local runtime its default of 16: a
+    # stack scans more shards than any job was written to, never fewer)
+    assert config.shards == 32 >= Settings().shards
     assert config.horizon_seconds == 120
     assert set(config.queues) == set(PRIORITIES)
     assert config.api.auth == "iam"
@@ -80,8 +83,13 @@ def test_config_overrides_merge_deeply_from_json() -> None:
         {"dispatch_shards_per_range": 0},
         # the waiting tick would time out before the answer (its budget is 60 - 10 s)
         {"dispatch_timeout_seconds": 55},
-        # fewer than the 16 invocations a tick runs at once: some would always be throttled
-        {"dispatch_reserved_concurrency": 8},
+        # fewer than the 4 invocations a dev tick runs at once: some would always be throttled
+        {"dispatch_reserved_concurrency": 2},
+        # provisioned mode: both bounds, in order, and instead of max_concurrency
+        {"queues": {"medium": {"max_concurrency": None, "min_pollers": 5}}},
+        {"queues": {"medium": {"min_pollers": 5, "max_pollers": 50}}},
+        {"queues": {"medium": {"max_concurrency": None, "min_pollers": 50, "max_pollers": 5}}},
+        {"queues": {"medium": {"max_concurrency": None}}},
         {"unknown_field": 1},
     ],
 )
@@ -139,8 +147,9 @@ def test_config_from_cdk_context_with_alarm_email_shorthand() -> None:
 
 def test_config_dispatch_concurrency_follows_the_fan_out() -> None:
     # GIVEN the defaults / THEN one reserved dispatch invocation per range a tick runs at once
-    assert load_config("prod").dispatch_concurrency == 16
-    assert load_config("prod", {"dispatch_shards_per_range": 5}).dispatch_concurrency == 4
+    assert load_config("prod").dispatch_concurrency == 32
+    assert load_config("dev").dispatch_concurrency == 4
+    assert load_config("prod", {"dispatch_shards_per_range": 5}).dispatch_concurrency == 7
     # ... at most the 32 a tick invokes in parallel
     assert load_config("prod", {"shards": 64}).dispatch_concurrency == 32
     # AND an explicit reservation is kept, 0 leaving the function unreserved

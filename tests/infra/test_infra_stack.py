@@ -179,7 +179,7 @@ def test_stack_functions_get_powertools_and_punctual_settings(dev: Synth, name: 
     for priority in c.PRIORITIES:
         assert set(env[f"PUNCTUAL_QUEUE_URL_{priority.upper()}"]) == {"Ref"}
         assert set(env[f"PUNCTUAL_DLQ_URL_{priority.upper()}"]) == {"Ref"}
-    assert env["PUNCTUAL_SHARDS"] == "16"
+    assert env["PUNCTUAL_SHARDS"] == "32"
     assert env["PUNCTUAL_HORIZON_SECONDS"] == "120"
     assert env["PUNCTUAL_RUN_RETENTION_DAYS"] == "30"
     assert env["PUNCTUAL_TENANT_SOURCE"] == "context"
@@ -245,11 +245,11 @@ def test_stack_tick_fans_out_to_the_dispatch_function(prod: Synth) -> None:
     # AND the dispatch function never fans out again: it drains what it is handed
     assert "PUNCTUAL_DISPATCH_FUNCTION" not in dispatch["Environment"]["Variables"]
     # AND it answers within the tick's budget, on one full vCPU, with one reserved
-    # invocation per range a tick invokes at once (16 shards, 1 per range)
+    # invocation per range a tick invokes at once (32 shards, 1 per range)
     assert dispatch["Timeout"] == config.dispatch_timeout_seconds
     assert dispatch["Timeout"] <= config.tick_budget_seconds < tick["Timeout"]
     assert dispatch["MemorySize"] == 1769
-    assert dispatch["ReservedConcurrentExecutions"] == 16
+    assert dispatch["ReservedConcurrentExecutions"] == 32
     # AND only the tick invokes it, synchronously: no schedule, no event source, no async config
     dispatch_id = _function_id(prod, HANDLERS["dispatch"])
     for kind in ("AWS::Events::Rule", "AWS::Lambda::EventSourceMapping"):
@@ -316,7 +316,13 @@ def test_stack_worker_consumes_each_queue_with_its_settings(prod: Synth) -> None
         assert props["FunctionName"] == {"Ref": worker_id}
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         assert props["BatchSize"] == settings.batch_size
-        assert props["ScalingConfig"] == {"MaximumConcurrency": settings.max_concurrency}
+        if settings.min_pollers is None:
+            assert props["ScalingConfig"] == {"MaximumConcurrency": settings.max_concurrency}
+        else:
+            assert props["ProvisionedPollerConfig"] == {
+                "MinimumPollers": settings.min_pollers,
+                "MaximumPollers": settings.max_pollers,
+            }
         assert (
             props.get("MaximumBatchingWindowInSeconds", 0) == settings.max_batching_window_seconds
         )
@@ -368,3 +374,21 @@ def test_stack_is_environment_agnostic_and_makes_no_lookups(dev: Synth) -> None:
     assert dev.app.node.try_get_context("aws:cdk:missing") is None
     manifest = (dev.outdir / "manifest.json").read_text()
     assert '"missing"' not in manifest
+
+
+def test_stack_worker_queue_in_provisioned_mode() -> None:
+    from infra_testing import synth
+
+    # GIVEN the medium queue in provisioned mode
+    synthed = synth(
+        "staging",
+        {"queues": {"medium": {"max_concurrency": None, "min_pollers": 5, "max_pollers": 100}}},
+    )
+    # THEN its mapping keeps pollers ready and has no ScalingConfig (they are exclusive)
+    synthed.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "ProvisionedPollerConfig": {"MinimumPollers": 5, "MaximumPollers": 100},
+            "ScalingConfig": Match.absent(),
+        },
+    )

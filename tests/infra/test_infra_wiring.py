@@ -151,12 +151,14 @@ def test_wiring_tick_fans_out_to_the_created_dispatch_function(deployed: Deploye
     assert tick.dispatch_shards_per_range == config.dispatch_shards_per_range
     # AND the dispatch function drains what it is handed, never fanning out again
     assert dispatch.dispatch_function == ""
-    # AND the tick built from those settings invokes it, one range per shard
+    # AND the tick built from those settings invokes it, once per range of shards
     services = build_services(settings=tick, clients=AwsClients(tick))
     fan_out = services.ticker._fan_out  # private: the wiring under test
     assert isinstance(fan_out, LambdaFanOut)
     assert fan_out._function == tick.dispatch_function
-    assert len(services.ticker.ranges(0, 0)) == config.shards
+    ranges = services.ticker.ranges(0, 0)
+    assert len(ranges) == -(-config.shards // config.dispatch_shards_per_range)
+    assert sorted(s for r in ranges for s in r.shards) == list(range(config.shards))
     assert build_services(settings=dispatch, clients=AwsClients(dispatch)).ticker._fan_out is None
 
 
