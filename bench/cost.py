@@ -17,6 +17,7 @@ from typing import Any
 
 from bench import prices
 from bench.meter import Charge
+from bench.model import batch_ms, deployed, vcpu
 from bench.world import World
 
 
@@ -83,10 +84,6 @@ class Scenario:
         return asdict(self)
 
 
-def _vcpu(memory_mb: int) -> float:
-    return min(1.0, memory_mb / prices.LAMBDA_MB_PER_VCPU)
-
-
 def summarize(
     name: str,
     world: World,
@@ -148,21 +145,36 @@ def summarize(
     cpu["tick_botocore"] = per_dispatch["botocore"] * dispatches
 
     hold = sum(holds) / len(holds) if holds else 0.0
-    # Modelled Lambda duration per execution: CPU stretched to the function's vCPU share, one
-    # round trip per AWS request, and the worker's early hold. The tick works 8 shards at once.
+    # Modelled Lambda duration per execution: CPU stretched to the function's vCPU share and
+    # one round trip per AWS request. A worker invocation runs its records side by side: it
+    # lasts one batch's hold plus the longer of their CPU in turn and one record's CPU and round
+    # trips (bench/model.py batch_ms), shared by its records. The tick works 8 shards at once.
+    d = deployed()
+    records = counts["worker"] and executions / counts["worker"]
+    worker_cpu = cpu["worker_own"] + cpu["worker_botocore"]
     duration = {
-        "worker": hold
-        + (cpu["worker_own"] + cpu["worker_botocore"]) / _vcpu(prices.WORKER_MEMORY_MB)
-        + requests["worker"] * prices.AWS_ROUND_TRIP_MS,
-        "tick": (cpu["tick_own"] + cpu["tick_botocore"]) / _vcpu(prices.TICK_MEMORY_MB)
+        "worker": (
+            batch_ms(
+                records,
+                worker_cpu,
+                requests["worker"],
+                hold,
+                d.worker_memory_mb,
+                prices.AWS_ROUND_TRIP_MS,
+            )
+            / records
+            if records
+            else 0.0
+        ),
+        "tick": (cpu["tick_own"] + cpu["tick_botocore"]) / vcpu(d.tick_memory_mb)
         + requests["tick"] * prices.AWS_ROUND_TRIP_MS / 8,
-        "api": (cpu["api_own"] + cpu["api_botocore"]) / _vcpu(prices.API_MEMORY_MB)
+        "api": (cpu["api_own"] + cpu["api_botocore"]) / vcpu(d.api_memory_mb)
         + requests["api"] * prices.AWS_ROUND_TRIP_MS,
     }
     memory_gb = {
-        "worker": prices.WORKER_MEMORY_MB / 1024,
-        "tick": prices.TICK_MEMORY_MB / 1024,
-        "api": prices.API_MEMORY_MB / 1024,
+        "worker": d.worker_memory_mb / 1024,
+        "tick": d.tick_memory_mb / 1024,
+        "api": d.api_memory_mb / 1024,
     }
     gb_seconds = sum(duration[f] / 1000 * memory_gb[f] for f in duration)
     invocations = (counts["worker"] + counts["api"]) / n
@@ -209,7 +221,7 @@ def price_per_million(s: Scenario) -> dict[str, float]:
         "lambda": m
         * (
             s.lambda_invocations * prices.LAMBDA_REQUEST
-            + s.gb_seconds * prices.LAMBDA_GB_SECOND_X86
+            + s.gb_seconds * prices.LAMBDA_GB_SECOND_ARM
         ),
         "api_gateway": m * s.api_gateway_requests * prices.API_GATEWAY_REST_REQUEST,
         "logs": m * s.log_bytes / 1e9 * prices.CLOUDWATCH_LOGS_GB,

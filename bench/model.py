@@ -1,17 +1,26 @@
 """Part 5: sustained and burst executions per second on AWS, by model, from the measured CPU and
-request counts and the AWS limits below (docs/scale.md explains each line).
+request counts, the deployment's settings (infra/config.py, the `prod` environment) and the AWS
+limits below (docs/scale.md explains each line).
 
 Nothing here is measured on AWS: per-request latencies and the event source mapping's scaling
 are assumptions, written down so they can be checked and changed."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from bench import prices
+from infra.config import EnvironmentConfig, load_config
+from shared.constants import ACTIVITY_SHARDS
+from shared.services.ticker import DRAIN_THREADS, TICK_THREADS
 
 BURST_JOBS = 1_000_000
+BURST_LIMIT_SECONDS = 60
+SUSTAINED_TARGET = 10_000
+# The queue a job lands on unless it asks otherwise.
+DEFAULT_PRIORITY = "medium"
 
 
 @dataclass(frozen=True)
@@ -20,22 +29,66 @@ class Assumptions:
 
     ddb_rtt_ms: float = prices.AWS_ROUND_TRIP_MS  # one DynamoDB request from Lambda, p50
     sqs_send_rtt_ms: float = 10.0  # one SQS SendMessageBatch from Lambda, p50
-    tick_memory_mb: int = prices.TICK_MEMORY_MB  # as deployed (infra/config.py)
-    tick_threads: int = 8  # the tick's shard pool (shared/services/ticker.py)
-    tick_budget_s: float = 50.0  # tick timeout 60 s - 10 s margin (infra/config.py)
-    dispatch_memory_mb: int = 1769  # one full vCPU for each fan-out dispatch invocation
-    dispatch_threads: int = 8
-    worker_memory_mb: int = prices.WORKER_MEMORY_MB
-    worker_max_concurrency: int = 50  # medium queue's event source mapping (infra/config.py)
-    worker_batch_size: int = 10  # medium queue (infra/config.py); a batch's records run side
-    # by side in one invocation (functions/worker/handler.py)
-    activity_shards: int = 16  # a tenant's activity-index keys (shared/constants.py)
-    esm_max_concurrency: int = 1250  # SQS event source mapping ceiling (AWS Lambda docs)
-    esm_start_concurrency: int = 5  # an SQS mapping starts with 5 concurrent batches ...
-    esm_ramp_per_minute: int = 300  # ... and adds up to 300 a minute (AWS Lambda docs)
+    tick_threads: int = TICK_THREADS  # the tick's shard pool (shared/services/ticker.py)
+    dispatch_threads: int = DRAIN_THREADS  # one dispatch invocation's commit pool
+    # SQS event source mapping, standard mode: 5 concurrent batches at first, up to 300 more a
+    # minute, at most 1,250 (AWS Lambda docs, "Configuring scaling behavior for SQS").
+    esm_max_concurrency: int = 1250
+    esm_start_concurrency: int = 5
+    esm_ramp_per_minute: int = 300
+    # Provisioned mode: each event poller runs up to 10 concurrent invocations; pollers scale
+    # by up to 1,000 concurrent executions a minute (AWS News Blog, November 2025).
+    invokes_per_poller: int = 10
+    provisioned_ramp_per_minute: int = 1000
     account_concurrency: int = 1000  # default Lambda concurrency per account and region
     partition_wcu: int = 1000  # writes/s one partition key takes (base table or GSI)
-    hold_ms: float = 500.0  # the worker's early hold: SQS delays are whole seconds
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """What the model needs of one environment's settings."""
+
+    name: str
+    shards: int
+    shards_per_range: int
+    tick_memory_mb: int
+    api_memory_mb: int
+    tick_budget_s: float
+    dispatch_memory_mb: int
+    worker_memory_mb: int
+    batch_size: int
+    max_concurrency: int | None  # standard mode's ceiling (None in provisioned mode)
+    min_pollers: int | None  # provisioned mode (None in standard mode)
+    max_pollers: int | None
+
+    @classmethod
+    def from_config(cls, cfg: EnvironmentConfig, priority: str = DEFAULT_PRIORITY) -> Deployment:
+        """The settings of `cfg` for jobs of `priority`."""
+        queue = cfg.queue(priority)
+        return cls(
+            name=cfg.name,
+            shards=cfg.shards,
+            shards_per_range=cfg.dispatch_shards_per_range,
+            tick_memory_mb=cfg.tick_memory_mb,
+            api_memory_mb=cfg.api_memory_mb,
+            tick_budget_s=cfg.tick_budget_seconds,
+            dispatch_memory_mb=cfg.dispatch_memory_mb,
+            worker_memory_mb=cfg.worker_memory_mb,
+            batch_size=queue.batch_size,
+            max_concurrency=queue.max_concurrency,
+            min_pollers=queue.min_pollers,
+            max_pollers=queue.max_pollers,
+        )
+
+    @property
+    def provisioned(self) -> bool:
+        """Whether the queue's event source mapping runs in provisioned mode."""
+        return self.min_pollers is not None
+
+
+def deployed(env: str = "prod") -> Deployment:
+    """The deployment the figures are for: infra/config.py's environment `env`."""
+    return Deployment.from_config(load_config(env))
 
 
 def vcpu(memory_mb: int) -> float:
@@ -54,48 +107,58 @@ def dispatch_rate(
     return min(cpu_bound, threads * 1000 / wait)
 
 
-def worker_duration_ms(cpu_ms: float, requests: float, hold_ms: float, a: Assumptions) -> float:
-    """Billed time of one execution on the worker (the target's own time not included)."""
-    return hold_ms + cpu_ms / vcpu(a.worker_memory_mb) + requests * a.ddb_rtt_ms
-
-
-def drain_seconds(
-    jobs: int,
-    duration_ms: float,
-    ceiling: int,
-    mappings: int,
-    a: Assumptions,
-    account_concurrency: int | None = None,
+def batch_ms(
+    records: float, cpu_ms: float, requests: float, hold_ms: float, memory_mb: int, rtt_ms: float
 ) -> float:
-    """Seconds for `mappings` SQS event source mappings (one per queue) to run `jobs`
-    executions that all become visible at once: each mapping starts at 5 concurrent batches and
-    adds 300 a minute up to `ceiling`, all of them within the account's concurrency; each
-    concurrent batch runs batch-size x 1000 / duration_ms executions a second (its records run
-    side by side)."""
-    account = account_concurrency or a.account_concurrency
+    """Billed time of one worker invocation of `records` records run side by side (the
+    targets' own time not included): the hold (records of one batch arrive together and wait
+    together), then the longer of their CPU, one after another on the function's vCPU share,
+    and one record's CPU plus its AWS round trips (the others wait meanwhile)."""
+    cpu = cpu_ms / vcpu(memory_mb)
+    return hold_ms + max(records * cpu, cpu + requests * rtt_ms)
+
+
+def worker_concurrency(d: Deployment, a: Assumptions, t: float) -> float:
+    """Concurrent worker invocations the queue's event source mapping runs `t` seconds into a
+    backlog (within the account's concurrency)."""
+    if d.provisioned:
+        assert d.min_pollers is not None and d.max_pollers is not None
+        start = d.min_pollers * a.invokes_per_poller
+        ceiling = d.max_pollers * a.invokes_per_poller
+        ramp = a.provisioned_ramp_per_minute
+    else:
+        start = a.esm_start_concurrency
+        ceiling = min(d.max_concurrency or a.esm_max_concurrency, a.esm_max_concurrency)
+        ramp = a.esm_ramp_per_minute
+    return min(start + ramp * t / 60, ceiling, a.account_concurrency)
+
+
+def drain_seconds(jobs: int, per_invocation_per_s: float, d: Deployment, a: Assumptions) -> float:
+    """Seconds for the mapping to run `jobs` executions that all became visible at once."""
     done = 0.0
     t = 0
     while done < jobs and t < 86_400:
-        per_mapping = min(ceiling, a.esm_start_concurrency + a.esm_ramp_per_minute * t / 60)
-        concurrency = min(per_mapping * mappings, account)
-        done += concurrency * a.worker_batch_size * 1000 / duration_ms
+        done += worker_concurrency(d, a, t) * per_invocation_per_s
         t += 1
     return float(t)
 
 
 @dataclass
 class ScaleModel:
-    """Figures for one SHARDS setting."""
+    """Figures for one deployment."""
 
-    shards: int
+    deployment: dict[str, Any]
     dispatch_cpu_ms: float
     worker_cpu_ms: float
     worker_requests: float
+    hold_ms: float
+    worker_batch_ms: float
     limits: dict[str, float] = field(default_factory=dict)  # executions/s each part allows
+    raised_by: dict[str, str] = field(default_factory=dict)  # the setting that raises each
     first_to_break: str = ""
-    sustained_as_deployed: float = 0.0
-    sustained_with_fixes: float = 0.0
+    sustained: float = 0.0
     burst: dict[str, float] = field(default_factory=dict)
+    burst_met: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready."""
@@ -103,114 +166,101 @@ class ScaleModel:
 
 
 def model(
-    shards: int,
+    d: Deployment,
     *,
     dispatch_cpu_ms: float,
     worker_cpu_ms: float,
     worker_requests: float,
+    hold_ms: float,
     send_cpu_ms: float = 0.0,
     a: Assumptions | None = None,
 ) -> ScaleModel:
-    """Every limit in executions per second, for `shards` due-index shards. `send_cpu_ms` is the
-    client-side CPU of one SQS send, which sending 10 jobs' messages per request would save
-    9 times in 10 (an estimate: the dispatcher sends one request per job today)."""
+    """Every limit in executions per second for deployment `d`. `send_cpu_ms`: the client-side
+    CPU of one SQS send, which sending ten jobs' messages per request saves nine times in ten.
+    `hold_ms`: the worker's mean early hold (measured: part 2)."""
     a = a or Assumptions()
-    per_minute = a.tick_budget_s / 60  # the share of each minute a tick may work
-    tick_rate = dispatch_rate(dispatch_cpu_ms, a.tick_memory_mb, a.tick_threads, a)
-    unit_rate = dispatch_rate(dispatch_cpu_ms, a.dispatch_memory_mb, a.dispatch_threads, a)
+    per_minute = d.tick_budget_s / 60  # the share of each minute a tick may work
+    invocations = math.ceil(d.shards / d.shards_per_range)
     batched_cpu = max(0.1, dispatch_cpu_ms - 0.9 * send_cpu_ms)
-    batched_rate = dispatch_rate(
-        batched_cpu, a.dispatch_memory_mb, a.dispatch_threads, a, sends_per_job=0.1
+    unit_rate = dispatch_rate(
+        batched_cpu, d.dispatch_memory_mb, a.dispatch_threads, a, sends_per_job=0.1
     )
-    held = worker_duration_ms(worker_cpu_ms, worker_requests, a.hold_ms, a)
-    unheld = worker_duration_ms(worker_cpu_ms, worker_requests, 0.0, a)
-    worker_ceiling = min(a.worker_max_concurrency, a.esm_max_concurrency, a.account_concurrency)
+    tick_rate = dispatch_rate(batched_cpu, d.tick_memory_mb, a.tick_threads, a, 0.1)
+    worker_batch = batch_ms(
+        d.batch_size, worker_cpu_ms, worker_requests, hold_ms, d.worker_memory_mb, a.ddb_rtt_ms
+    )
+    per_invocation = d.batch_size * 1000 / worker_batch
+    ceiling = worker_concurrency(d, a, 86_400)
+    mode = (
+        f"provisioned, {d.min_pollers}-{d.max_pollers} pollers"
+        if d.provisioned
+        else f"max concurrency {d.max_concurrency}"
+    )
     limits = {
-        # Dispatch: one tick invocation draining in-process, and (as deployed) fanned out one
-        # shard per dispatch invocation, each sending its jobs' messages ten to a request.
-        "tick, one invocation (512 MB, 8 threads)": tick_rate * per_minute,
-        "tick fanned out, sends one job per request": shards * unit_rate * per_minute,
-        "tick fanned out, sends batched 10 to a request (deployed)": (
-            shards * batched_rate * per_minute
+        f"dispatch: {invocations} fanned-out invocations, sends 10 to a request": (
+            invocations * unit_rate * per_minute
         ),
-        # Due-index GSI: every commit moves the entry to another minute's bucket (delete +
+        # Every commit moves the job's due-index entry to another minute's bucket (delete +
         # put); in the worst case every job lands in the same minute's SHARDS keys.
-        "due-index GSI, puts into one minute's shard keys": shards * a.partition_wcu,
-        # One tenant's activity-index keys take every finish of that tenant (the tenant index
-        # is keys-only: a commit does not write it).
-        "activity-index GSI, one tenant's 16 keys (each finish)": float(
-            a.partition_wcu * a.activity_shards
+        f"due-index GSI: one minute's {d.shards} shard keys": d.shards * a.partition_wcu,
+        # One tenant's activity-index keys take every finish of that tenant.
+        f"activity-index GSI: one tenant's {ACTIVITY_SHARDS} keys": float(
+            a.partition_wcu * ACTIVITY_SHARDS
         ),
-        # Workers: concurrency x records side by side / duration of one execution.
-        f"worker, max concurrency {a.worker_max_concurrency}, with the early hold": (
-            worker_ceiling * a.worker_batch_size * 1000 / held
-        ),
-        "worker, no hold, 1,000 concurrent (account default)": (
-            min(a.esm_max_concurrency, a.account_concurrency) * a.worker_batch_size * 1000 / unheld
+        f"worker: {ceiling:,.0f} concurrent ({mode}) x {d.batch_size} records": (
+            ceiling * per_invocation
         ),
     }
-    # As deployed: the fanned-out tick with batched sends, the indexes, and the workers with
-    # the early hold (the other rows are the alternatives the table compares against).
-    deployed = [
-        "tick fanned out, sends batched 10 to a request (deployed)",
-        "due-index GSI, puts into one minute's shard keys",
-        "activity-index GSI, one tenant's 16 keys (each finish)",
-        f"worker, max concurrency {a.worker_max_concurrency}, with the early hold",
-    ]
-    first = min(deployed, key=lambda k: limits[k])
-    # With the fixes of docs/scale.md: fan-out with batched sends, no early hold, per-tenant
-    # index keys sharded or not written (so they drop out).
-    with_fixes = min(
-        limits["tick fanned out, sends batched 10 to a request (deployed)"],
-        limits["due-index GSI, puts into one minute's shard keys"],
-        limits["worker, no hold, 1,000 concurrent (account default)"],
+    raised_by = dict(
+        zip(
+            limits,
+            [
+                "shards (infra/config.py) or a faster dispatch",
+                "shards (infra/config.py)",
+                "ACTIVITY_SHARDS (shared/constants.py)",
+                "queues.<priority>.max_concurrency or provisioned pollers, and the account's "
+                "Lambda concurrency quota",
+            ],
+            strict=True,
+        )
     )
-    # Midnight burst: all BURST_JOBS due at 00:00:00. The ticks at 23:58 and 23:59 may
-    # dispatch them (2 x budget seconds); the workers then drain the queue.
-    fan_rate = shards * unit_rate
+    first = min(limits, key=lambda k: limits[k])
+    # Midnight burst: BURST_JOBS due at 00:00:00. The ticks at 23:58 and 23:59 dispatch them
+    # (two budgets); at midnight they all become visible and the workers drain the queue.
+    window = 2 * d.tick_budget_s
     burst = {
-        "dispatch_seconds_one_tick": BURST_JOBS / tick_rate,
-        "dispatch_seconds_fanned_out": BURST_JOBS / fan_rate,
-        "dispatch_seconds_fanned_out_batched": BURST_JOBS / (shards * batched_rate),
-        "dispatch_window_seconds": 2 * a.tick_budget_s,
-        "due_index_seconds": BURST_JOBS / (shards * a.partition_wcu),
-        "drain_seconds_as_deployed": drain_seconds(BURST_JOBS, held, worker_ceiling, 1, a),
-        "drain_seconds_one_mapping_no_hold": drain_seconds(
-            BURST_JOBS, unheld, a.esm_max_concurrency, 1, a
-        ),
-        "drain_seconds_4_queues_no_hold_5000_concurrent": drain_seconds(
-            BURST_JOBS, unheld, a.esm_max_concurrency, 4, a, account_concurrency=5000
-        ),
-        "activity_index_seconds_one_tenant": BURST_JOBS / (a.partition_wcu * a.activity_shards),
+        "dispatch_seconds": BURST_JOBS / (invocations * unit_rate),
+        "dispatch_seconds_one_tick_no_fan_out": BURST_JOBS / tick_rate,
+        "due_index_seconds": BURST_JOBS / (d.shards * a.partition_wcu),
+        "dispatch_window_seconds": window,
+        "drain_seconds": drain_seconds(BURST_JOBS, per_invocation, d, a),
+        "activity_index_seconds_one_tenant": BURST_JOBS / (a.partition_wcu * ACTIVITY_SHARDS),
     }
+    burst_met = (
+        burst["dispatch_seconds"] <= window
+        and burst["due_index_seconds"] <= window
+        and burst["drain_seconds"] <= BURST_LIMIT_SECONDS
+        and burst["activity_index_seconds_one_tenant"] <= BURST_LIMIT_SECONDS
+    )
     return ScaleModel(
-        shards=shards,
+        deployment=asdict(d),
         dispatch_cpu_ms=round(dispatch_cpu_ms, 3),
         worker_cpu_ms=round(worker_cpu_ms, 3),
         worker_requests=worker_requests,
+        hold_ms=round(hold_ms, 1),
+        worker_batch_ms=round(worker_batch, 1),
         limits={k: round(v) for k, v in limits.items()},
+        raised_by=raised_by,
         first_to_break=first,
-        sustained_as_deployed=round(limits[first]),
-        sustained_with_fixes=round(with_fixes),
+        sustained=round(limits[first]),
         burst={k: round(v, 1) for k, v in burst.items()},
+        burst_met=burst_met,
     )
 
 
-def shards_for(
-    target_per_second: float,
-    dispatch_cpu_ms: float,
-    a: Assumptions | None = None,
-    sends_per_job: float = 1.0,
-) -> int:
-    """The smallest power-of-two SHARDS whose fan-out dispatches `target_per_second`."""
-    a = a or Assumptions()
-    unit = dispatch_rate(
-        dispatch_cpu_ms, a.dispatch_memory_mb, a.dispatch_threads, a, sends_per_job=sends_per_job
-    )
-    shards = 1
-    while shards * unit * a.tick_budget_s / 60 < target_per_second and shards < 256:
-        shards *= 2
-    return shards
+def with_shards(d: Deployment, shards: int) -> Deployment:
+    """The same deployment with another SHARDS."""
+    return replace(d, shards=shards)
 
 
 def assumptions_dict(a: Assumptions | None = None) -> dict[str, Any]:

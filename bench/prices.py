@@ -77,10 +77,8 @@ TRANSACTION_FACTOR: Final = 2
 # once per 64 KB chunk. SendMessageBatch is one request per 64 KB of the batch's payload.
 SQS_CHUNK_BYTES: Final = 64 * 1024
 # Lambda: one request per invocation; duration is rounded up to the millisecond and billed by
-# memory x time. Memory of the deployed functions (infra/config.py defaults).
-WORKER_MEMORY_MB: Final = 1024
-TICK_MEMORY_MB: Final = 512
-API_MEMORY_MB: Final = 512
+# memory x time (the functions' memory: infra/config.py, read by bench/model.py deployed()).
+# The stack deploys arm64 (Graviton): LAMBDA_GB_SECOND_ARM applies.
 # Lambda allocates CPU in proportion to memory: 1,769 MB is one full vCPU.
 LAMBDA_MB_PER_VCPU: Final = 1769
 # Each invocation writes START, END and REPORT platform lines to CloudWatch Logs (~ bytes).

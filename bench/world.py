@@ -50,13 +50,16 @@ class LambdaContext:
 
 
 class BenchClock:
-    """A ManualClock that remembers how long the worker held messages (its `sleep`)."""
+    """A ManualClock that remembers how long the worker held messages (its waits; the tick's
+    waits to time its sends are not holds)."""
 
     def __init__(self, start_ms: int) -> None:
         from shared.clock import ManualClock
 
         self._clock = ManualClock(start_ms)
         self.held_ms: list[int] = []
+        # Whether a wait now is the worker's (set by the World to its meter's phase).
+        self.holding: Callable[[], bool] = lambda: True
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
@@ -69,12 +72,13 @@ class BenchClock:
 
     def sleep(self, seconds: float) -> None:
         if seconds > 0:
-            self.held_ms.append(round(seconds * 1000))
+            if self.holding():
+                self.held_ms.append(round(seconds * 1000))
             self._clock.advance(seconds)
 
     def sleep_until(self, ms: int) -> None:
         held = ms - self._clock.now_ms()
-        if held > 0:
+        if held > 0 and self.holding():
             self.held_ms.append(held)
         self._clock.sleep_until(ms)
 
@@ -188,6 +192,7 @@ class World:
         self.clients = AwsClients(self.settings)
         self.esm_sqs = boto3.client("sqs", region_name="us-east-1")
         self.meter = Meter(shadow=boto3.client("dynamodb", region_name="us-east-1"))
+        self.clock.holding = lambda: self.meter.phase == "worker"
         self.meter.enabled = self.metered
         for client in (self.clients.dynamodb, self.clients.sqs, self.esm_sqs):
             self.meter.attach(client)
