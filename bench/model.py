@@ -42,6 +42,10 @@ class Assumptions:
     provisioned_ramp_per_minute: int = 1000
     account_concurrency: int = 1000  # default Lambda concurrency per account and region
     partition_wcu: int = 1000  # writes/s one partition key takes (base table or GSI)
+    # On-demand write quota of one table, and of each of its GSIs (default, adjustable). A
+    # table serves double its previous peak at once: for a burst from quiet, its warm
+    # throughput must be set to this ahead (a one-time, billed setting; not in the stack).
+    table_write_units: int = 40_000
 
 
 @dataclass(frozen=True)
@@ -133,12 +137,19 @@ def worker_concurrency(d: Deployment, a: Assumptions, t: float) -> float:
     return min(start + ramp * t / 60, ceiling, a.account_concurrency)
 
 
-def drain_seconds(jobs: int, per_invocation_per_s: float, d: Deployment, a: Assumptions) -> float:
-    """Seconds for the mapping to run `jobs` executions that all became visible at once."""
+def drain_seconds(
+    jobs: int,
+    per_invocation_per_s: float,
+    d: Deployment,
+    a: Assumptions,
+    cap_per_s: float = math.inf,
+) -> float:
+    """Seconds for the mapping to run `jobs` executions that all became visible at once, at
+    most `cap_per_s` a second (what the tables take)."""
     done = 0.0
     t = 0
     while done < jobs and t < 86_400:
-        done += worker_concurrency(d, a, t) * per_invocation_per_s
+        done += min(worker_concurrency(d, a, t) * per_invocation_per_s, cap_per_s)
         t += 1
     return float(t)
 
@@ -210,6 +221,10 @@ def model(
         f"worker: {ceiling:,.0f} concurrent ({mode}) x {d.batch_size} records": (
             ceiling * per_invocation
         ),
+        # Table quotas: a dispatch writes the jobs table once and the due index twice; a run
+        # writes the runs table twice (claim, finish) and the activity index once.
+        "due-index GSI: write quota, 2 units per dispatch": a.table_write_units / 2,
+        "runs table: write quota, 2 units per run": a.table_write_units / 2,
     }
     raised_by = dict(
         zip(
@@ -220,6 +235,8 @@ def model(
                 "ACTIVITY_SHARDS (shared/constants.py)",
                 "queues.<priority>.max_concurrency or provisioned pollers, and the account's "
                 "Lambda concurrency quota",
+                "the table-level write quota (Service Quotas)",
+                "the table-level write quota (Service Quotas)",
             ],
             strict=True,
         )
@@ -231,9 +248,11 @@ def model(
     burst = {
         "dispatch_seconds": BURST_JOBS / (invocations * unit_rate),
         "dispatch_seconds_one_tick_no_fan_out": BURST_JOBS / tick_rate,
-        "due_index_seconds": BURST_JOBS / (d.shards * a.partition_wcu),
+        "due_index_seconds": BURST_JOBS / min(d.shards * a.partition_wcu, a.table_write_units / 2),
         "dispatch_window_seconds": window,
-        "drain_seconds": drain_seconds(BURST_JOBS, per_invocation, d, a),
+        "drain_seconds": drain_seconds(
+            BURST_JOBS, per_invocation, d, a, cap_per_s=a.table_write_units / 2
+        ),
         "activity_index_seconds_one_tenant": BURST_JOBS / (a.partition_wcu * ACTIVITY_SHARDS),
     }
     burst_met = (

@@ -343,7 +343,20 @@ ENVIRONMENTS: dict[str, EnvironmentConfig] = {
         log_level="DEBUG",
     ),
     "staging": EnvironmentConfig(name="staging", log_retention_days=30),
-    "prod": EnvironmentConfig(name="prod", log_retention_days=365),
+    # prod: the medium queue (the default priority) keeps two event pollers ready and scales
+    # them by up to 1,000 concurrent invocations a minute, instead of standard mode's 300, so
+    # that a midnight burst drains within a minute (docs/scale.md). Pollers are billed by the
+    # hour, like provisioned concurrency: check the Lambda pricing page.
+    "prod": EnvironmentConfig(
+        name="prod",
+        log_retention_days=365,
+        queues={
+            **_default_queues(),
+            "medium": QueueConfig(
+                batch_size=10, max_concurrency=None, min_pollers=2, max_pollers=30
+            ),
+        },
+    ),
 }
 
 

@@ -48,6 +48,8 @@ def test_model_drain_seconds_follow_the_ramp():
     # THEN the first second runs 5 x 100, and a million take the ramp's integral
     assert model.drain_seconds(500, 100.0, standard, a) == 1
     assert model.drain_seconds(501, 100.0, standard, a) == 2
+    # AND never faster than the tables take
+    assert model.drain_seconds(1000, 1e9, standard, a, cap_per_s=100.0) == 10
     provisioned = replace(standard, max_concurrency=None, min_pollers=10, max_pollers=100)
     assert model.drain_seconds(1_000_000, 100.0, provisioned, a) < model.drain_seconds(
         1_000_000, 100.0, standard, a
