@@ -3,7 +3,10 @@
 On AWS each function instance handles one event at a time. Here several threads share one
 process, so the runtime keeps the handlers' module-level state apart: the API (its resolver
 holds the current event) runs one request at a time; the worker builds a batch processor per
-invocation, so its batches can run side by side."""
+invocation, so its batches can run side by side. The worker runs a batch's records on a pool
+of RECORD_THREADS threads per instance, which is one module-level pool here: it is sized for
+all of the runtime's concurrent worker invocations, or these would queue for ten threads
+(each held by a record waiting for its due millisecond)."""
 
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ WORKER_TIMEOUT_SECONDS = 900
 TICK_RULE = "punctual-tick"
 # The API's resolver is one module-level object holding the request it is resolving.
 _API_LOCK = threading.Lock()
+# Record threads of one worker instance (read before the runtime resizes the pool).
+RECORD_THREADS_PER_INSTANCE = worker_module.RECORD_THREADS
 
 
 @dataclass
@@ -67,7 +72,12 @@ def scheduled_event() -> dict[str, Any]:
 
 
 class LocalLambdas:
-    """Invokes the real handlers: API (one request at a time), tick and worker."""
+    """Invokes the real handlers: API (one request at a time), tick and worker (up to
+    `worker_concurrency` invocations side by side)."""
+
+    def __init__(self, worker_concurrency: int = 1) -> None:
+        # The pool is made on first use, at this size.
+        worker_module.RECORD_THREADS = RECORD_THREADS_PER_INSTANCE * max(1, worker_concurrency)
 
     def api(self, event: dict[str, Any]) -> dict[str, Any]:
         """One API Gateway REST proxy event -> the proxy result."""

@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,19 +20,23 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.type_defs import MessageTypeDef
 
-# How long the dispatcher waits after finding every queue empty: the added start lag is at most
-# this (plus a receive round trip), far inside the worker's early-hold window. With a `ready`
-# hint the check is nearly free, so it can be frequent; without one, each check is three
-# SQS receives.
+# How long the dispatcher waits after finding every queue empty, without a `ready` hint: the
+# added start lag is at most this (plus a receive round trip), far inside the worker's
+# early-hold window; each check is three SQS receives.
 IDLE_SLEEP_SECONDS = 0.1
-HINTED_IDLE_SLEEP_SECONDS = 0.03
-# With a hint, every queue is still really received from at least this often (in case the
-# hint is wrong).
+# With a hint, how long one `ready` call may wait for a message to become receivable (it
+# answers as soon as one does), and how often every queue is still really received from (in
+# case the hint is wrong).
+READY_WAIT_MS = 250
 FORCED_RECEIVE_SECONDS = 2.0
+# With a hint, the pause after receives that found nothing (a forced receive, or a hint that
+# was wrong, e.g. one that cannot tell): no spinning on receives.
+HINTED_IDLE_SLEEP_SECONDS = 0.03
 ERROR_BACKOFF_SECONDS = 1.0
 
 Invoke = Callable[[dict[str, Any]], dict[str, Any]]
-Ready = Callable[[str], bool]  # queue ARN -> may a receive return something now?
+# (queue ARNs, how long it may wait in ms) -> those a receive may return something from now.
+Ready = Callable[[Sequence[str], int], Collection[str]]
 
 
 @dataclass(frozen=True)
@@ -99,8 +103,8 @@ class SqsPollers:
     ) -> None:
         self._sqs = sqs
         self._ready = ready
+        self._last_receive = {source.url: time.monotonic() for source in sources}
         self._received_this_round = False
-        self._last_receive = {source.url: 0.0 for source in sources}
         self._sources = list(sources)  # in priority order
         self._invoke = invoke
         self._batch_size = max(1, min(10, batch_size))
@@ -150,26 +154,33 @@ class SqsPollers:
             if found is None:
                 self._slots.release()
                 if self._receive_failing:
-                    pause = ERROR_BACKOFF_SECONDS
-                elif self._received_this_round:  # no hint, or forced: receives are not free
-                    pause = IDLE_SLEEP_SECONDS
-                else:
-                    pause = HINTED_IDLE_SLEEP_SECONDS
-                self._stop.wait(pause)
+                    self._stop.wait(ERROR_BACKOFF_SECONDS)
+                elif self._ready is None:
+                    self._stop.wait(IDLE_SLEEP_SECONDS)
+                elif self._received_this_round:
+                    self._stop.wait(HINTED_IDLE_SLEEP_SECONDS)
+                # Otherwise the `ready` call has waited already.
                 continue
             self._batches.put(found)
 
     def _receive_next(self) -> tuple[QueueSource, list[MessageTypeDef]] | None:
         """The first non-empty batch, trying the queues in priority order."""
         self._received_this_round = False
+        ready: Collection[str] | None = None
+        if self._ready is not None:
+            now = time.monotonic()
+            forced = any(
+                now - last >= FORCED_RECEIVE_SECONDS for last in self._last_receive.values()
+            )
+            ready = self._ready([s.arn for s in self._sources], 0 if forced else READY_WAIT_MS)
         for source in self._sources:
             if self._stop.is_set():
                 return None
             now = time.monotonic()
             if (
-                self._ready is not None
+                ready is not None
+                and source.arn not in ready
                 and now - self._last_receive[source.url] < FORCED_RECEIVE_SECONDS
-                and not self._ready(source.arn)
             ):
                 continue
             self._last_receive[source.url] = now

@@ -4,7 +4,6 @@ from `python -m local`."""
 
 from __future__ import annotations
 
-import http.client
 import math
 import os
 import sys
@@ -14,15 +13,13 @@ from typing import Any, TextIO
 
 import boto3
 from botocore.config import Config
-from moto.server import ThreadedMotoServer
 
 from local.config import ConfigError, RuntimeConfig
-from local.embedded_aws import start_embedded_aws
+from local.embedded_aws import EmbeddedAws
 from local.environment import REGION, prepare_environment
 from local.http import HOST, ApiServer, PortInUse, make_api_server, starting
 from local.lambdas import LocalLambdas
 from local.logs import install_logging
-from local.moto_peek import MotoQueuePeek
 from local.pollers import QueueSource, SqsPollers
 from local.ticker import TickLoop
 from shared import aws
@@ -65,7 +62,7 @@ class Runtime:
         self._out = out or sys.stdout
         self._http: ApiServer | None = server
         self._http_thread: threading.Thread | None = None
-        self._moto: ThreadedMotoServer | None = None
+        self._aws: EmbeddedAws | None = None
         self._ticker: TickLoop | None = None
         self._pollers: SqsPollers | None = None
         self._lambdas: LocalLambdas | None = None
@@ -98,7 +95,7 @@ class Runtime:
         self._http.invoke = self._invoke_api
         try:
             self._start_aws()
-            self._lambdas = lambdas = LocalLambdas()
+            self._lambdas = lambdas = LocalLambdas(self.config.concurrency)
             self._undo.append(install_logging(self._out, verbose=self.config.verbose))
             self._pollers = SqsPollers(
                 self._admin_sqs(),
@@ -106,7 +103,7 @@ class Runtime:
                 lambdas.worker,
                 concurrency=self.config.concurrency,
                 batch_size=self.config.batch_size,
-                ready=MotoQueuePeek().ready,
+                ready=self._aws.ready if self._aws else None,
             )
             self._pollers.start()
             self._ticker = TickLoop(lambdas.tick, self.config.tick_seconds)
@@ -135,9 +132,9 @@ class Runtime:
 
         self._undo.append(restore)
         prepare_environment()
-        self._moto = start_embedded_aws(HOST)
-        host, port = self._moto.get_host_and_port()
-        self.moto_url = f"http://{host}:{port}"
+        self._aws = EmbeddedAws(HOST)
+        self._aws.start()
+        self.moto_url = self._aws.url
         defaults = local_app_defaults(self.config.tick_seconds)
         app_env = {k: v for k, v in defaults.items() if not os.environ.get(k)}
         app_env.update(
@@ -164,21 +161,6 @@ class Runtime:
 
         self._undo.append(restore)
         os.environ.update(values)
-
-    def _reset_moto(self) -> None:
-        """moto's backends live in module globals: empty them, so a later runtime in this
-        process (tests) starts from nothing."""
-        if self._moto is None:
-            return
-        host, port = self._moto.get_host_and_port()
-        connection = http.client.HTTPConnection(host, port, timeout=5)
-        try:
-            connection.request("POST", "/moto-api/reset")
-            connection.getresponse().read()
-        except OSError as err:
-            print(f"could not reset the embedded AWS: {err}", file=sys.stderr)
-        finally:
-            connection.close()
 
     @staticmethod
     def _reset_app() -> None:
@@ -220,10 +202,9 @@ class Runtime:
         if self._pollers is not None:
             self.abandoned = self._pollers.stop()
             self._pollers = None
-        if self._moto is not None:
-            self._reset_moto()
-            self._moto.stop()
-            self._moto = None
+        if self._aws is not None:
+            self._aws.stop()  # its state goes with its process: a later runtime starts empty
+            self._aws = None
         while self._undo:
             self._undo.pop()()
         self._reset_app()

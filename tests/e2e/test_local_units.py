@@ -15,7 +15,13 @@ import pytest
 
 from local.http import make_api_server
 from local.logs import run_line
-from local.pollers import QueueSource, SqsPollers, sqs_event
+from local.pollers import (
+    FORCED_RECEIVE_SECONDS,
+    READY_WAIT_MS,
+    QueueSource,
+    SqsPollers,
+    sqs_event,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -90,6 +96,40 @@ def test_high_is_served_before_medium_before_low() -> None:
     # THEN in priority order, and all were deleted
     assert order == ["h1", "h2", "m1", "m2", "l1", "l2"]
     assert sorted(sqs.deleted) == sorted(order)
+
+
+def test_ready_hint_spares_receives_and_every_queue_is_still_received_from() -> None:
+    # GIVEN messages on high and low, and a hint that only low has one
+    sqs = FakeSqs({"high": ["h1"], "low": ["l1"]})
+    waits: list[int] = []
+
+    def ready(arns: Any, wait_ms: int) -> set[str]:
+        waits.append(wait_ms)
+        time.sleep(wait_ms / 10_000)  # a real hint waits up to wait_ms for a message
+        return {ARN.format("low")}
+
+    pollers = SqsPollers(
+        sqs,  # type: ignore[arg-type]
+        [source("high"), source("medium"), source("low")],
+        lambda event: {"batchItemFailures": []},
+        ready=ready,
+    )
+    pollers.start()
+    try:
+        # WHEN the pollers run
+        deadline = time.monotonic() + 5
+        while "l1" not in sqs.received and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # THEN only the queue said to be ready is received from, with the hint waiting...
+        assert sqs.received == ["l1"]
+        assert READY_WAIT_MS in waits
+        # ...and a queue the hint misses is still received from within FORCED_RECEIVE_SECONDS
+        deadline = time.monotonic() + FORCED_RECEIVE_SECONDS + 2
+        while "h1" not in sqs.received and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sqs.received == ["l1", "h1"]
+    finally:
+        assert pollers.stop() == 0
 
 
 def test_failed_items_are_not_deleted_and_a_failed_invocation_deletes_nothing() -> None:
@@ -199,3 +239,17 @@ def test_run_line_is_one_concise_line() -> None:
         assert part in line
     assert "lag=40ms" in line and "duration=12ms" in line and "error=http_503" in line
     assert "reason" not in line
+
+
+def test_worker_record_pool_is_sized_for_every_concurrent_invocation() -> None:
+    import functions.worker.handler as worker_module
+    from local.lambdas import RECORD_THREADS_PER_INSTANCE, LocalLambdas
+
+    saved = worker_module.RECORD_THREADS
+    try:
+        # WHEN the runtime runs 3 worker invocations side by side
+        LocalLambdas(worker_concurrency=3)
+        # THEN their records get the threads 3 instances would have, not one instance's
+        assert worker_module.RECORD_THREADS == 3 * RECORD_THREADS_PER_INSTANCE
+    finally:
+        worker_module.RECORD_THREADS = saved
