@@ -217,8 +217,8 @@ def _lag_lines(lag: Any) -> list[str]:
         if r.get("created_late"):
             lines.append("   (the creates above outlasted their lead: not a valid measurement)")
     lines.append(
-        f"   the local runtime's process spent {lag['runtime_cpu_ms_per_run']} ms CPU per run "
-        "(moto's server and every handler share it)"
+        f"   the local runtime spent {lag['runtime_cpu_ms_per_run']} ms CPU per run "
+        "(its process, with every handler, and its embedded-AWS process, moto's server)"
     )
     return lines
 
