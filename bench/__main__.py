@@ -335,10 +335,8 @@ def _model_lines(scale: dict[str, Any] | None) -> list[str]:
     lines.append(
         f"   {'sustained':<62}" + "".join(f"{_f(m['sustained']):>12}" for m in columns.values())
     )
-    lines.append(
-        f"   {'first to break':<62}"
-        + "".join(f"{m['first_to_break'].split(':')[0][:11]:>12}" for m in columns.values())
-    )
+    for name, m in columns.items():
+        lines.append(f"   first to break, {name}: {m['first_to_break']}")
     lines.append("   1,000,000 due at midnight, seconds")
     for key in scale["shards_16"]["burst"]:
         name = key.replace("_", " ")

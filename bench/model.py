@@ -202,20 +202,21 @@ def model(
     )
     per_invocation = d.batch_size * 1000 / worker_batch
     ceiling = worker_concurrency(d, a, 86_400)
+    quota = a.table_write_units
     mode = (
         f"provisioned, {d.min_pollers}-{d.max_pollers} pollers"
         if d.provisioned
         else f"max concurrency {d.max_concurrency}"
     )
     limits = {
-        f"dispatch: {invocations} fanned-out invocations, sends 10 to a request": (
+        f"dispatch fan-out: {invocations} invocations, sends 10 to a request": (
             invocations * unit_rate * per_minute
         ),
         # Every commit moves the job's due-index entry to another minute's bucket (delete +
         # put); in the worst case every job lands in the same minute's SHARDS keys.
-        f"due-index GSI: one minute's {d.shards} shard keys": d.shards * a.partition_wcu,
+        f"due-index GSI keys: one minute's {d.shards} shard keys": d.shards * a.partition_wcu,
         # One tenant's activity-index keys take every finish of that tenant.
-        f"activity-index GSI: one tenant's {ACTIVITY_SHARDS} keys": float(
+        f"activity-index GSI keys: one tenant's {ACTIVITY_SHARDS} keys": float(
             a.partition_wcu * ACTIVITY_SHARDS
         ),
         f"worker: {ceiling:,.0f} concurrent ({mode}) x {d.batch_size} records": (
@@ -223,8 +224,8 @@ def model(
         ),
         # Table quotas: a dispatch writes the jobs table once and the due index twice; a run
         # writes the runs table twice (claim, finish) and the activity index once.
-        "due-index GSI: write quota, 2 units per dispatch": a.table_write_units / 2,
-        "runs table: write quota, 2 units per run": a.table_write_units / 2,
+        f"due-index GSI quota: {quota:,} write units/s, 2 per dispatch": quota / 2,
+        f"runs table quota: {quota:,} write units/s, 2 per run": quota / 2,
     }
     raised_by = dict(
         zip(
