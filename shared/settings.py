@@ -60,7 +60,8 @@ class Settings(BaseSettings):
     # a read unit: a cancel, pause or schedule change answered by the API less than about a
     # second before an occurrence starts may then be missed by that one run. True: strongly
     # consistent (one read unit per 4 KB), and such a change is seen by every run that claims
-    # after it. Re-reads while a dispatching write settles are always strongly consistent.
+    # after it. Messages sent in the last 10 s (by the API: creates, changes, triggers) and
+    # re-reads while a dispatching write settles are always read strongly consistent.
     consistent_job_reads: bool = False
 
     def queue_url(self, priority: str) -> str:

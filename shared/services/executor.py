@@ -188,7 +188,11 @@ class Executor:
         """The job, re-read a few times while the write that sent this message (writers send
         before they commit) may still be committing."""
         job: StoredJob | None = None
-        consistent = self._settings.consistent_job_reads
+        # A message sent moments ago (a create, a change, a trigger) may come with a write
+        # that has only just landed: an eventually consistent read could miss it. One sent
+        # long before (the tick's, a minute or two ahead) reads as cheaply as allowed.
+        fresh = self._clock.now_ms() - msg.dispatched_at < SETTLE_READ_WINDOW_MS
+        consistent = self._settings.consistent_job_reads or fresh
         for _ in range(SETTLE_READS):
             job = self._jobs.get(msg.job_id, consistent=consistent)
             consistent = True

@@ -601,11 +601,10 @@ def test_worker_message_from_a_tick_that_lost_to_a_pause_is_skipped_at_once(
 
 
 @pytest.mark.parametrize("strict", [False, True])
-def test_worker_reads_the_job_eventually_consistent_unless_told_and_rereads_strictly(
+def test_worker_reads_the_job_eventually_consistent_unless_told_or_the_message_is_fresh(
     services, queue, clock, effects, lambda_context, monkeypatch, strict
 ):
-    # GIVEN the worker's read setting, and a resume that has sent its occurrence but whose
-    # write has not landed yet (so the first read is behind and the worker reads again)
+    # GIVEN the worker's read setting and an hourly job whose first run has been
     settings = services.settings.model_copy(update={"consistent_job_reads": strict})
     monkeypatch.setattr(services.executor, "_settings", settings)
     reads: list[bool] = []
@@ -619,10 +618,21 @@ def test_worker_reads_the_job_eventually_consistent_unless_told_and_rereads_stri
     job = _create(api, schedule="rate(1 hour)")
     monkeypatch.setattr(services.jobs, "get", spy)
     pump(queue, worker, lambda_context)
-    # THEN a run reads the job once, eventually consistent unless the setting asks otherwise
+    # THEN the run of a message the API has just sent reads the job strongly consistent (its
+    # write may have only just landed)
+    assert reads == [True]
+    # WHEN the tick sends the next occurrence 90 s ahead and it runs when due
+    reads.clear()
+    clock.set(parse_rfc3339_ms("2026-11-22T09:58:30Z"))
+    services.ticker.tick()
+    clock.set(parse_rfc3339_ms("2026-11-22T10:00:00Z"))
+    pump(queue, worker, lambda_context)
+    # THEN that run reads it eventually consistent, unless the setting asks otherwise
     assert reads == [strict]
+    assert len(effects) == 2
+    # WHEN a pause and a resume are answered, the resume's occurrence sent but not yet landed
     api.post(f"/v1/jobs/{job['job_id']}/pause")
-    clock.set(parse_rfc3339_ms("2026-11-22T10:00:30Z"))
+    clock.set(parse_rfc3339_ms("2026-11-22T11:00:30Z"))
     real_change = services.jobs.change_status
     held: list[tuple[Any, ...]] = []
     monkeypatch.setattr(services.jobs, "change_status", lambda *a: held.append(a))
@@ -635,9 +645,8 @@ def test_worker_reads_the_job_eventually_consistent_unless_told_and_rereads_stri
         clock.set(clock_before + int(seconds * 1000))
 
     monkeypatch.setattr(services.executor._clock, "sleep", land_on_sleep)
-    # WHEN the worker takes the occurrence before the write lands
     result = services.executor.process(queue.sent[-1].message, "medium")
-    # THEN its re-read, after the pause, is strongly consistent, and the run goes ahead
-    assert reads == [strict, True]
+    # THEN both reads, before and after the write lands, are strongly consistent, and it runs
+    assert reads == [True, True]
     assert result.action != "hop"
-    assert len(effects) == 2
+    assert len(effects) == 3
