@@ -36,10 +36,14 @@ def local_app_defaults(tick_seconds: float) -> dict[str, str]:
     The tick runs every few seconds here, not every minute, so a dispatch horizon of a few
     ticks is plenty; and moto's SQS slows down with every message waiting on a queue (its
     sends and receives walk them all), which the deployed 3-minute horizon fills fast:
-    rate(1 second) alone would keep 180 delayed messages per job."""
+    rate(1 second) alone would keep 180 delayed messages per job. A message that arrives early
+    costs nothing here (a thread waits; on AWS it is billed Lambda time), so the send late
+    tolerance is 0: messages arrive up to a second early and the worker starts each run on its
+    due millisecond, where the deployed default lets them land up to 250 ms late."""
     return {
         "PUNCTUAL_HORIZON_SECONDS": str(min(840, max(30, math.ceil(3 * tick_seconds)))),
         "PUNCTUAL_DISPATCH_MARGIN_SECONDS": str(min(600, max(15, math.ceil(tick_seconds)))),
+        "PUNCTUAL_SEND_LATE_TOLERANCE_MS": "0",
     }
 
 

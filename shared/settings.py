@@ -54,7 +54,8 @@ class Settings(BaseSettings):
     # SQS delays are whole seconds. A message may become visible up to this long after it is
     # due (a start lag) rather than up to a second before it (a worker holding it, billed).
     # The tick also waits (at most a second) before sending a partial chunk so that its
-    # messages land in this window, which keeps both the lag and the hold small.
+    # messages land in this window, which keeps both the lag and the hold small. 0: never
+    # late, no waiting; messages arrive up to a second early and are held (the local runtime).
     send_late_tolerance_ms: int = Field(default=250, ge=0, le=999)
     # The worker's read of the job before a run. Eventually consistent (the default) costs half
     # a read unit: a cancel, pause or schedule change answered by the API less than about a

@@ -59,6 +59,9 @@ class RunQueue:
     def _align(self, outgoing: Sequence[Outgoing]) -> None:
         now = self._clock.now_ms()
         late = self._settings.send_late_tolerance_ms
+        if late == 0:
+            # Never late: every whole-second delay lands early whenever it is sent.
+            return
         for o in outgoing:
             # Only a message SQS will delay can be placed; one due now goes out at once.
             if o.delay_seconds is None and o.message.not_before - now >= 1000 + late:

@@ -253,3 +253,15 @@ def test_worker_record_pool_is_sized_for_every_concurrent_invocation() -> None:
         assert worker_module.RECORD_THREADS == 3 * RECORD_THREADS_PER_INSTANCE
     finally:
         worker_module.RECORD_THREADS = saved
+
+
+def test_local_defaults_prefer_holding_to_lateness_and_a_short_horizon() -> None:
+    from local.runtime import local_app_defaults
+
+    # GIVEN the local tick every 5 s
+    defaults = local_app_defaults(5.0)
+    # THEN messages are never sent to land late (a held message costs nothing locally), and
+    # the horizon and margin are a few ticks
+    assert defaults["PUNCTUAL_SEND_LATE_TOLERANCE_MS"] == "0"
+    assert defaults["PUNCTUAL_HORIZON_SECONDS"] == "30"
+    assert defaults["PUNCTUAL_DISPATCH_MARGIN_SECONDS"] == "15"

@@ -436,3 +436,25 @@ def test_dispatch_api_send_works_out_the_delay_when_it_sends(
     # holds it): 21 s would be 0.9 s late, beyond the late tolerance
     (sent,) = queue.sent
     assert sent.visible_at_ms - sent.message.not_before == -100
+
+
+def test_dispatch_with_no_late_tolerance_sends_at_once_and_lands_early(
+    services, queue, clock, lambda_context, handlers
+):
+    # GIVEN no late tolerance (the local runtime's setting), and a tick 0.6 s into a second
+    settings = services.settings.model_copy(update={"send_late_tolerance_ms": 0})
+    strict = build_services(
+        settings=settings, clients=services.clients, clock=clock, queue=queue, handlers=handlers
+    )
+    set_services(strict)
+    queue._settings = settings
+    api = Api(lambda_context)
+    _create(api, "at(2026-11-22T09:10:00Z)", name="never-late")
+    start = parse_rfc3339_ms("2026-11-22T09:08:30Z") + 600
+    clock.set(start)
+    # WHEN the tick dispatches it
+    strict.ticker.tick()
+    # THEN it did not wait, and the message lands 0.4 s early (for the worker to hold)
+    assert clock.now_ms() == start
+    (sent,) = queue.sent
+    assert sent.visible_at_ms - sent.message.not_before == -400
