@@ -79,13 +79,6 @@ def run_tick_cost() -> dict[str, Any]:
             "wall_ms",
         )
     }
-    # The two measurements run minutes apart on a shared machine whose speed drifts: the
-    # project's CPU compared in units of the speed probe run alongside each tick.
-    if small["probe_ms"] and large["probe_ms"] and small["own_cpu_ms"]:
-        out["ratio"]["own_cpu_per_probe"] = round(
-            (large["own_cpu_ms"] / large["probe_ms"]) / (small["own_cpu_ms"] / small["probe_ms"]),
-            3,
-        )
     due = tickcost.DUE
     out["per_dispatch_cpu_ms"] = {
         "own": round(max(0.0, small["own_cpu_ms"] - small["empty_own_cpu_ms"]) / due, 3),
@@ -172,14 +165,8 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     tick = results.get("tick")
     if tick:
         r = tick["ratio"]
-        cpu = r.get("own_cpu_per_probe", r["own_cpu_ms"])
-        flat = max(r["requests_total"], r["write_units"], r["read_units"], cpu)
-        add(
-            "tick cost ratio 100k/1k (requests, units, own CPU per speed probe)",
-            flat,
-            "<= 1.1",
-            flat <= 1.1,
-        )
+        flat = max(r["requests_total"], r["write_units"], r["read_units"], r["own_cpu_ms"])
+        add("tick cost ratio 100k/1k (requests, units, own CPU)", flat, "<= 1.1", flat <= 1.1)
     scale = results.get("model")
     if scale:
         deployed = scale["as_deployed"]
@@ -301,16 +288,6 @@ def _tick_lines(tick: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"   {label:<34}{_f(small[key], 1):>10}{_f(large[key], 1):>12}"
             f"{_f(tick['ratio'][key], 2):>8}"
-        )
-    if "own_cpu_per_probe" in tick["ratio"]:
-        label = "speed probe (fixed work), CPU ms"
-        lines.append(
-            f"   {label:<34}{_f(small['probe_ms'], 2):>10}{_f(large['probe_ms'], 2):>12}"
-            f"{_f(large['probe_ms'] / small['probe_ms'], 2):>8}"
-        )
-        lines.append(
-            f"   {'project CPU per probe':<34}{'':>10}{'':>12}"
-            f"{_f(tick['ratio']['own_cpu_per_probe'], 2):>8}"
         )
     return lines
 

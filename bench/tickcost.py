@@ -51,9 +51,6 @@ class TickCost:
     # The same tick with nothing due (fixed walk over the buckets), for the per-dispatch CPU.
     empty_own_cpu_ms: float = 0.0
     empty_botocore_cpu_ms: float = 0.0
-    # CPU of a fixed piece of work run just before each timed tick: this shared machine's speed
-    # at the time, so two measurements minutes apart can be compared (own_cpu_ms / probe_ms).
-    probe_ms: float = 0.0
     samples: dict[str, list[float]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -141,19 +138,6 @@ def _put_watermark(world: World, minute_ms: int) -> None:
     )
 
 
-def speed_probe_ms() -> float:
-    """CPU milliseconds this thread takes for a fixed piece of pure-Python work (JSON round
-    trips of a small document): how fast the machine runs Python right now."""
-    import json
-    import time
-
-    document = {"items": [{"id": i, "name": f"job-{i}", "due": i * 1000} for i in range(50)]}
-    start = time.thread_time()
-    for _ in range(200):
-        json.loads(json.dumps(document))
-    return (time.thread_time() - start) * 1000
-
-
 def measure(
     total: int, *, start_ms: int, shards: int = 16, keep: list[Any] | None = None
 ) -> TickCost:
@@ -187,13 +171,7 @@ def measure(
         # elsewhere. Keep the garbage collector from walking it during the measured tick.
         gc.collect()
         gc.freeze()
-        samples: dict[str, list[float]] = {
-            "own": [],
-            "botocore": [],
-            "moto": [],
-            "wall": [],
-            "probe": [],
-        }
+        samples: dict[str, list[float]] = {"own": [], "botocore": [], "moto": [], "wall": []}
         result: TickCost | None = None
         for attempt in range(WALL_TICKS + CPU_TICKS):
             metered = attempt == 0
@@ -206,8 +184,6 @@ def measure(
             world.meter.charges.clear()
             world.meter.requests.clear()
             world.cpu.reset()
-            if timing_cpu:
-                samples["probe"].append(speed_probe_ms())
             with _tick_threads(1 if timing_cpu else None):
                 report = world.tick()
             cpu = world.cpu.totals["tick"]
@@ -252,7 +228,6 @@ def measure(
         result.botocore_cpu_ms = statistics.median(samples["botocore"])
         result.moto_cpu_ms = statistics.median(samples["moto"])
         result.wall_ms = statistics.median(samples["wall"])
-        result.probe_ms = statistics.median(samples["probe"])
         result.samples = samples
     gc.unfreeze()
     return result
