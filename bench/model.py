@@ -18,7 +18,6 @@ from shared.services.ticker import DRAIN_THREADS, TICK_THREADS
 
 BURST_JOBS = 1_000_000
 BURST_LIMIT_SECONDS = 60
-SUSTAINED_TARGET = 10_000
 # The queue a job lands on unless it asks otherwise.
 DEFAULT_PRIORITY = "medium"
 

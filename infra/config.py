@@ -84,13 +84,6 @@ class QueueConfig(_Frozen):
             raise ValueError("set max_concurrency, or min_pollers and max_pollers")
         return self
 
-    @property
-    def peak_concurrency(self) -> int:
-        """The most concurrent worker invocations this queue may run."""
-        if self.max_pollers is not None:
-            return self.max_pollers * 10
-        return self.max_concurrency or 0
-
 
 def _default_queues() -> dict[Priority, QueueConfig]:
     # Up to ten messages an invocation, taken as soon as they are there (no batching window):
