@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.billing import percentile
+from local.launch import child_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -62,13 +62,6 @@ def _iso(ms: int) -> str:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def free_port() -> int:
-    """A free TCP port on loopback."""
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -137,20 +130,11 @@ class Runtime:
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"http://{HOST}:{self.port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PUNCTUAL_"))}
-        env.update(
-            {
-                "PUNCTUAL_PORT": str(self.port),
-                "PYTHONUNBUFFERED": "1",
-                "NO_PROXY": "127.0.0.1,localhost",
-                "no_proxy": "127.0.0.1,localhost",
-            }
-        )
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "local"],
             cwd=ROOT,
-            env=env,
+            env=child_env(self.port),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

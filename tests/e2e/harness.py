@@ -5,9 +5,7 @@ deadline."""
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +18,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from local.launch import child_env, free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 10.0
@@ -29,12 +29,6 @@ MAX_START_LAG_MS = 2000
 MAX_EARLY_MS = 50
 
 T = TypeVar("T")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def parse_time(text: str) -> datetime:
@@ -64,20 +58,10 @@ class LocalRuntime:
     def __init__(self, port: int | None = None, extra_env: dict[str, str] | None = None) -> None:
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PUNCTUAL_"))}
-        env.update(
-            {
-                "PUNCTUAL_PORT": str(self.port),
-                "PYTHONUNBUFFERED": "1",
-                "NO_PROXY": "127.0.0.1,localhost",
-                "no_proxy": "127.0.0.1,localhost",
-            }
-        )
-        env.update(extra_env or {})
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "local"],
             cwd=ROOT,
-            env=env,
+            env=child_env(self.port, extra_env),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
