@@ -19,26 +19,14 @@ from shared.services.ticker import (
     split_shards,
 )
 from shared.storage import keys
-from support.api import Api
+from support.api import Api, create_jobs_due_at
 from support.fakes import InProcessLambda, bodies, pump
 
 DUE = "2026-11-22T09:10:00Z"
 
 
 def _jobs_due_at_0910(api: Api, n: int) -> list[str]:
-    ids = []
-    for i in range(n):
-        resp = api.post(
-            "/v1/jobs",
-            {
-                "name": f"job-{i}",
-                "schedule": f"at({DUE})",
-                "target": {"type": "handler", "name": "count"},
-            },
-        )
-        assert resp.status == 201, resp.body
-        ids.append(resp.body["job_id"])
-    return ids
+    return create_jobs_due_at(api, DUE, n, handler="count")
 
 
 def _fanned_out_ticker(services, client: InProcessLambda, per_range: int) -> Ticker:

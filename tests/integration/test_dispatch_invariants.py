@@ -350,19 +350,20 @@ def test_dispatch_end_at_completes_the_job(services, queue, clock, effects, lamb
     assert api.get(f"/v1/jobs/{job['job_id']}").body["status"] == "completed"
 
 
+def _tick_with_shards(services, queue, clock, handlers, shards: int) -> Services:
+    settings = services.settings.model_copy(update={"shards": shards})
+    built = build_services(
+        settings=settings, clients=services.clients, clock=clock, queue=queue, handlers=handlers
+    )
+    set_services(built)
+    return built
+
+
 def test_dispatch_tick_sends_many_jobs_together(
     services, queue, clock, effects, lambda_context, monkeypatch, handlers
 ):
     # GIVEN thirty jobs due in the same minute, in one shard
-    one_shard = services.settings.model_copy(update={"shards": 1})
-    single = build_services(
-        settings=one_shard,
-        clients=services.clients,
-        clock=clock,
-        queue=queue,
-        handlers=handlers,
-    )
-    set_services(single)
+    single = _tick_with_shards(services, queue, clock, handlers, shards=1)
     api = Api(lambda_context)
     for i in range(30):
         _create(api, f"at(2026-11-22T09:10:{i:02d}Z)", name=f"batch-{i}")
@@ -379,15 +380,6 @@ def test_dispatch_tick_sends_many_jobs_together(
     clock.set(parse_rfc3339_ms("2026-11-22T09:10:30Z"))
     pump(queue, worker, lambda_context)
     assert len(effects) == 30
-
-
-def _tick_with_shards(services, queue, clock, handlers, shards: int) -> Services:
-    settings = services.settings.model_copy(update={"shards": shards})
-    built = build_services(
-        settings=settings, clients=services.clients, clock=clock, queue=queue, handlers=handlers
-    )
-    set_services(built)
-    return built
 
 
 def test_dispatch_tick_times_a_partial_chunk_to_land_just_after_due(

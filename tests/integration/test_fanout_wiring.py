@@ -15,7 +15,7 @@ from shared.services.container import Services, build_services
 from shared.services.ticker import DispatchRange, LambdaFanOut
 from shared.settings import Settings
 from shared.storage import keys
-from support.api import Api
+from support.api import Api, create_jobs_due_at
 from support.fakes import InProcessLambda, bodies
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -50,19 +50,7 @@ def _fanned_out(services: Services, lambda_client: Any, per_range: int) -> Servi
 
 
 def _jobs_due_at_0910(api: Api, n: int) -> list[str]:
-    ids = []
-    for i in range(n):
-        resp = api.post(
-            "/v1/jobs",
-            {
-                "name": f"job-{i}",
-                "schedule": f"at({DUE})",
-                "target": {"type": "handler", "name": "echo"},
-            },
-        )
-        assert resp.status == 201, resp.body
-        ids.append(resp.body["job_id"])
-    return ids
+    return create_jobs_due_at(api, DUE, n, handler="echo")
 
 
 def test_settings_without_dispatch_function_drain_in_process(services: Services) -> None:

@@ -57,3 +57,20 @@ class Api:
 
     def delete(self, path: str, **kw: Any) -> ApiResponse:
         return self.call("DELETE", path, **kw)
+
+
+def create_jobs_due_at(api: Api, due: str, n: int, handler: str) -> list[str]:
+    """Create `n` one-time jobs `at(due)` delivering to `handler`; returns their ids."""
+    ids = []
+    for i in range(n):
+        resp = api.post(
+            "/v1/jobs",
+            {
+                "name": f"job-{i}",
+                "schedule": f"at({due})",
+                "target": {"type": "handler", "name": handler},
+            },
+        )
+        assert resp.status == 201, resp.body
+        ids.append(resp.body["job_id"])
+    return ids
